@@ -1,0 +1,61 @@
+# Two set-up commands, on a machine with only Python, pip and apt: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+HOST ?= 127.0.0.1
+PORT ?= 8000
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+HTMX_VERSION := 2.0.11
+
+.PHONY: run test venv install install-dev migrate content browser bench score clean vendor-htmx
+
+run: install migrate content
+	$(PY) manage.py runserver $(HOST):$(PORT)
+
+test: install-dev browser
+	$(PY) -m pytest
+
+$(VENV)/.created:
+	$(PYTHON) -m venv $(VENV) || { $(SUDO) apt-get update && $(SUDO) apt-get install -y python3-venv && $(PYTHON) -m venv $(VENV); }
+	$(PIP) install --quiet --upgrade pip
+	touch $@
+
+venv: $(VENV)/.created
+
+$(VENV)/.installed: $(VENV)/.created requirements.txt
+	$(PIP) install --quiet -r requirements.txt
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
+	$(PIP) install --quiet -r requirements-dev.txt
+	touch $@
+
+install: $(VENV)/.installed
+
+install-dev: $(VENV)/.installed-dev
+
+migrate: install
+	mkdir -p var
+	$(PY) manage.py migrate --noinput
+
+content: migrate
+	$(PY) manage.py load_content
+
+# Browser tests drive Debian's chromium through Playwright (no browser download).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends chromium; }
+
+bench: install content
+	$(PY) -m kb.bench
+
+score: install content
+	$(PY) ../shared/eval-dev/score.py ../shared/eval-dev --project . -v
+
+# Re-vendor htmx from the npm registry (the file is committed; run only to upgrade).
+vendor-htmx:
+	cd /tmp && npm pack htmx.org@$(HTMX_VERSION) >/dev/null && tar xzf htmx.org-$(HTMX_VERSION).tgz package/dist/htmx.min.js
+	cp /tmp/package/dist/htmx.min.js static/vendor/htmx-$(HTMX_VERSION).min.js
+
+clean:
+	rm -rf $(VENV) var .pytest_cache

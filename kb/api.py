@@ -1,0 +1,62 @@
+"""JSON API. These endpoints only read: the diagnose POST changes nothing on the server, so it is
+CSRF-exempt for scripts and CI jobs (see README, "API")."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_POST
+
+from kb.diagnose import diagnosis_json, diagnosis_run
+from kb.log_input import LogTooLarge, NoLog, log_from_request
+from kb.models import Case
+from kb.search.index import IndexMissing, search as text_search
+
+MAX_QUERY_CHARS = 4000
+
+
+@require_GET
+def case_json(request: HttpRequest, slug: str) -> JsonResponse:
+    case = Case.objects.prefetch_related("tags").filter(slug=slug).first()
+    if case is None:
+        return JsonResponse({"error": f"no case '{slug}'"}, status=404)
+    tags: dict[str, list[str]] = {}
+    for tag in case.tags.all():
+        tags.setdefault(tag.facet, []).append(tag.value)
+    return JsonResponse({
+        "slug": case.slug, "title": case.title, "summary": case.summary, "url": case.get_absolute_url(),
+        "aliases": list(case.aliases.values_list("slug", flat=True)), "tags": tags,
+        "applies_to": case.applies_to, "symptoms": case.symptoms, "signatures": case.signatures,
+        "related": case.related, "references": case.references, "sections": case.sections,
+        "fix_steps": case.fix_steps(), "last_reviewed": case.last_reviewed.isoformat(),
+    }, json_dumps_params={"ensure_ascii": False})
+
+
+@csrf_exempt
+@require_POST
+def diagnose(request: HttpRequest) -> JsonResponse:
+    try:
+        sources = log_from_request(request, allow_raw_body=True)
+    except LogTooLarge as err:
+        return JsonResponse({"error": str(err), "limit_bytes": err.limit}, status=413)
+    except NoLog as err:
+        return JsonResponse({"error": str(err)}, status=400)
+    try:
+        top = max(1, min(int(request.GET.get("top", 5)), 20))
+    except ValueError:
+        return JsonResponse({"error": "top must be a whole number"}, status=400)
+    return JsonResponse(diagnosis_json(diagnosis_run(sources, top=top)), json_dumps_params={"ensure_ascii": False})
+
+
+@require_GET
+def search(request: HttpRequest) -> JsonResponse:
+    query = request.GET.get("q", "")
+    if len(query) > MAX_QUERY_CHARS:
+        return JsonResponse({"error": f"q is limited to {MAX_QUERY_CHARS} characters"}, status=400)
+    try:
+        hits = text_search(query, index_dir=settings.SEARCH_INDEX_DIR, limit=10)
+    except IndexMissing:
+        return JsonResponse({"error": "the search index has not been built; run load_content"}, status=503)
+    return JsonResponse({"query": query, "results": [
+        {"slug": h.slug, "title": h.title, "summary": h.summary, "score": h.score, "url": f"/kb/{h.slug}/"}
+        for h in hits]})

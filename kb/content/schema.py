@@ -1,0 +1,271 @@
+"""The case file schema, in one place: fields, types, allowed values, and the checks on them.
+
+content/FORMAT.md documents the same rules for authors; change both together.
+"""
+from __future__ import annotations
+
+import datetime
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+try:  # Python 3.11+ keeps the regex parser here; the old module name warns
+    from re import _parser as sre_parse
+except ImportError:  # pragma: no cover
+    import sre_parse  # type: ignore[no-redef]
+
+SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+SIGNATURE_ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+FACT_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+TAG_VALUES: dict[str, tuple[str, ...]] = {
+    "framework": (
+        "pytorch", "pytorch-fsdp", "pytorch-ddp", "megatron-lm", "transformer-engine", "hf-transformers",
+        "hf-accelerate", "hf-trl", "autotrain-advanced", "peft", "deepspeed", "llama-recipes", "nccl-tests", "any",
+    ),
+    "component": (
+        "nccl", "pytorch-distributed", "torchrun", "tcpstore", "open-mpi", "ucx", "userbuffers", "cpp-extension",
+        "cuda", "infiniband", "ethernet", "pcie", "nvlink", "docker", "kubernetes", "linux-kernel", "filesystem",
+    ),
+    "phase": (
+        "launch", "rendezvous", "init", "compile", "model-setup", "data-preprocessing", "training", "checkpoint", "any",
+    ),
+}
+
+REFERENCE_KINDS = ("docs", "source", "issue", "pr", "article")
+SIGNATURE_FLAGS = ("ignorecase",)
+WEIGHT_RANGE = (-10.0, 10.0)
+
+# Body sections every case must have, in this order, as level-2 headings with these ids.
+REQUIRED_SECTIONS = ("symptoms", "signatures", "root-cause", "fix", "prevention", "background")
+OPTIONAL_SECTIONS = ("corrections", "versions")
+RENDERED_SECTIONS = ("references",)  # rendered from front matter by the page template
+
+Problem = tuple[tuple, str]  # (path into the YAML data, message)
+
+
+@dataclass(frozen=True)
+class Field:
+    kind: str  # string | number | bool | date | strings | objects | tags
+    required: bool = False
+    min_items: int = 0
+    max_len: int | None = None
+    check: Callable[[Any], str | None] | None = None  # per value (or per item of a list)
+    fields: dict[str, "Field"] | None = None  # for objects
+
+
+def _slug_check(value: str) -> str | None:
+    return None if SLUG_RE.match(value) else f"'{value}' is not a slug (lowercase words joined by '-')"
+
+
+def _url_check(value: str) -> str | None:
+    return None if re.match(r"^https?://[^\s]+$", value) else f"'{value}' is not an http(s) URL"
+
+
+def _one_of(values: tuple[str, ...]) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        return None if value in values else f"'{value}' is not one of: {', '.join(values)}"
+    return check
+
+
+SIGNATURE_FIELDS = {
+    "id": Field("string", required=True, check=lambda v: None if SIGNATURE_ID_RE.match(v) else f"signature id '{v}' must be lowercase words joined by '-'"),
+    "description": Field("string", required=True, max_len=300),
+    "pattern": Field("string", required=True),
+    "weight": Field("number", required=True),
+    "anchor": Field("bool"),
+    "examples": Field("strings", required=True, min_items=1),
+    "flags": Field("strings", check=_one_of(SIGNATURE_FLAGS)),
+}
+
+CASE_FIELDS: dict[str, Field] = {
+    "slug": Field("string", required=True, check=_slug_check),
+    "title": Field("string", required=True, max_len=120),
+    "summary": Field("string", required=True, max_len=600),
+    "aliases": Field("strings", check=_slug_check),
+    "tags": Field("tags", required=True),
+    "applies_to": Field("objects", required=True, min_items=1, fields={
+        "software": Field("string", required=True, max_len=80),
+        "versions": Field("string", required=True, max_len=120),
+        "note": Field("string", max_len=400),
+    }),
+    "symptoms": Field("strings", required=True, min_items=1),
+    "signatures": Field("objects", required=True, min_items=1, fields=SIGNATURE_FIELDS),
+    "related": Field("strings", check=_slug_check),
+    "references": Field("objects", required=True, min_items=3, fields={
+        "title": Field("string", required=True, max_len=200),
+        "url": Field("string", required=True, check=_url_check),
+        "kind": Field("string", required=True, check=_one_of(REFERENCE_KINDS)),
+    }),
+    "last_reviewed": Field("date", required=True),
+}
+
+
+def case_front_matter_check(data: Any) -> list[Problem]:
+    """Every schema problem in one case's front matter, each with the YAML path it concerns."""
+    if not isinstance(data, dict):
+        return [((), "front matter must be a mapping of field names to values")]
+    problems = _check_mapping(data, CASE_FIELDS, ())
+    for index, signature in enumerate(data.get("signatures") or []):
+        if isinstance(signature, dict):
+            problems += signature_check(signature, ("signatures", index))
+    problems += _duplicates([s.get("id") for s in data.get("signatures") or [] if isinstance(s, dict)],
+                            ("signatures",), "signature id")
+    return problems
+
+
+def signature_flags(signature: dict) -> int:
+    return re.IGNORECASE if "ignorecase" in (signature.get("flags") or []) else 0
+
+
+def signature_check(signature: dict, path: tuple) -> list[Problem]:
+    """A pattern must compile, stay linear on long lines, and match every example given for it."""
+    problems: list[Problem] = []
+    pattern = signature.get("pattern")
+    weight = signature.get("weight")
+    if isinstance(weight, (int, float)) and not isinstance(weight, bool):
+        if not WEIGHT_RANGE[0] <= weight <= WEIGHT_RANGE[1]:
+            problems.append((path + ("weight",), f"weight {weight} is outside {WEIGHT_RANGE[0]:g}..{WEIGHT_RANGE[1]:g}"))
+    if not isinstance(pattern, str):
+        return problems
+    try:
+        compiled = re.compile(pattern, signature_flags(signature))
+    except re.error as err:
+        return problems + [(path + ("pattern",), f"pattern does not compile: {err}")]
+    problems += [(path + ("pattern",), message) for message in pattern_risks(pattern)]
+    for name in compiled.groupindex:
+        if not FACT_NAME_RE.match(name):
+            problems.append((path + ("pattern",), f"named group '{name}' must be snake_case (it becomes a fact name)"))
+    for index, example in enumerate(signature.get("examples") or []):
+        if isinstance(example, str) and not compiled.search(example):
+            problems.append((path + ("examples", index), "pattern does not match this example"))
+    return problems
+
+
+def pattern_risks(pattern: str) -> list[str]:
+    """Constructs that make Python's backtracking engine slow or that a per-line matcher cannot honour."""
+    risks: list[str] = []
+    if "(?<" in pattern.replace("(?P<", ""):
+        risks.append("lookbehind is not allowed in signature patterns")
+    if re.search(r"\(\?[aiLmsux]+[):]", pattern):
+        risks.append("inline flags such as (?i) are not allowed; use the signature's flags list")
+    if "\\n" in pattern:
+        risks.append("a signature pattern matches one line; it cannot contain \\n")
+    try:
+        parsed = sre_parse.parse(pattern)
+    except re.error:
+        return risks
+    if _nested_repeat(parsed, inside_repeat=False):
+        risks.append("nested repetition such as (a+)+ can backtrack exponentially; rewrite the pattern")
+    return risks
+
+
+_REPEATS = {sre_parse.MAX_REPEAT, sre_parse.MIN_REPEAT, getattr(sre_parse, "POSSESSIVE_REPEAT", None)}
+
+
+def _nested_repeat(items: Any, inside_repeat: bool) -> bool:
+    for op, arg in items:
+        if op in _REPEATS:
+            low, high, sub = arg
+            unbounded = high == sre_parse.MAXREPEAT or high > 1
+            if inside_repeat and unbounded:
+                return True
+            if _nested_repeat(sub, inside_repeat or unbounded):
+                return True
+        elif op == sre_parse.SUBPATTERN:
+            if _nested_repeat(arg[-1], inside_repeat):
+                return True
+        elif op == sre_parse.BRANCH:
+            if any(_nested_repeat(branch, inside_repeat) for branch in arg[1]):
+                return True
+    return False
+
+
+def _check_mapping(data: dict, fields: dict[str, Field], path: tuple) -> list[Problem]:
+    problems: list[Problem] = []
+    for name in data:
+        if name not in fields:
+            problems.append((path + (name,), f"unknown field '{name}' (allowed: {', '.join(fields)})"))
+    for name, spec in fields.items():
+        if name not in data or data[name] is None:
+            if spec.required:
+                problems.append((path, f"missing required field '{name}'"))
+            continue
+        problems += _check_value(data[name], spec, path + (name,), name)
+    return problems
+
+
+def _check_value(value: Any, spec: Field, path: tuple, name: str) -> list[Problem]:
+    kind = spec.kind
+    if kind == "string":
+        if not isinstance(value, str) or not value.strip():
+            return [(path, f"'{name}' must be a non-empty string")]
+        if spec.max_len and len(value) > spec.max_len:
+            return [(path, f"'{name}' is {len(value)} characters; the limit is {spec.max_len}")]
+        return _run_check(spec, value, path)
+    if kind == "number":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return [(path, f"'{name}' must be a number")]
+        return []
+    if kind == "bool":
+        return [] if isinstance(value, bool) else [(path, f"'{name}' must be true or false")]
+    if kind == "date":
+        if isinstance(value, datetime.date):
+            return []
+        return [(path, f"'{name}' must be a date written YYYY-MM-DD")]
+    if kind in ("strings", "objects"):
+        if not isinstance(value, list):
+            return [(path, f"'{name}' must be a list")]
+        if len(value) < spec.min_items:
+            return [(path, f"'{name}' needs at least {spec.min_items} item(s), has {len(value)}")]
+        problems: list[Problem] = []
+        for index, item in enumerate(value):
+            item_path = path + (index,)
+            if kind == "strings":
+                if not isinstance(item, str) or not item.strip():
+                    problems.append((item_path, f"items of '{name}' must be non-empty strings"))
+                else:
+                    problems += _run_check(spec, item, item_path)
+            elif not isinstance(item, dict):
+                problems.append((item_path, f"items of '{name}' must be mappings"))
+            else:
+                problems += _check_mapping(item, spec.fields or {}, item_path)
+        if kind == "strings":
+            problems += _duplicates(value, path, f"entry in '{name}'")
+        return problems
+    if kind == "tags":
+        return _check_tags(value, path)
+    raise AssertionError(f"unknown field kind {kind}")
+
+
+def _check_tags(value: Any, path: tuple) -> list[Problem]:
+    if not isinstance(value, dict):
+        return [(path, "'tags' must map each of framework, component, phase to a list")]
+    problems: list[Problem] = []
+    for facet in value:
+        if facet not in TAG_VALUES:
+            problems.append((path + (facet,), f"unknown tag facet '{facet}' (allowed: {', '.join(TAG_VALUES)})"))
+    for facet, allowed in TAG_VALUES.items():
+        items = value.get(facet)
+        if not isinstance(items, list) or not items:
+            problems.append((path, f"tags.{facet} must be a non-empty list"))
+            continue
+        for index, item in enumerate(items):
+            if item not in allowed:
+                problems.append((path + (facet, index), f"tag {facet} '{item}' is not allowed (allowed: {', '.join(allowed)})"))
+    return problems
+
+
+def _run_check(spec: Field, value: Any, path: tuple) -> list[Problem]:
+    message = spec.check(value) if spec.check else None
+    return [(path, message)] if message else []
+
+
+def _duplicates(values: list, path: tuple, what: str) -> list[Problem]:
+    seen: set = set()
+    problems: list[Problem] = []
+    for index, value in enumerate(values):
+        if value in seen:
+            problems.append((path + (index,), f"duplicate {what} '{value}'"))
+        seen.add(value)
+    return problems

@@ -1,0 +1,212 @@
+"""Facts read out of a log that hold whatever the cause: collective, timeout, ranks, launcher, versions.
+
+Each rule is a pattern, a required literal for a fast pre-check, and how to keep its captures.
+The watchdog lines get their own parser because they feed the per-rank table.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from kb.diagnosis.text import LineLocator
+
+
+@dataclass(frozen=True)
+class FactRule:
+    name: str
+    literal: str
+    regex: re.Pattern
+    keep: str = "first"  # first | last | set | max
+
+
+def _rule(name: str, literal: str, pattern: str, keep: str = "first") -> FactRule:
+    return FactRule(name, literal, re.compile(pattern, re.MULTILINE), keep)
+
+
+FACT_RULES: tuple[FactRule, ...] = (
+    _rule("nccl_version", "NCCL version", r"NCCL version (\d+\.\d+\.\d+)", "first"),
+    _rule("torch_version", "ersion", r"(?:PyTorch version|torch version|torch\.__version__)\W{0,3}(\d+\.\d+\.\d+)", "first"),
+    _rule("torch_version", "torch==", r"\btorch==(\d+\.\d+\.\d+)", "first"),
+    _rule("cuda_version", "CUDA version", r"CUDA version[: ]{1,3}(\d+\.\d+)", "first"),
+    _rule("te_version", "ransformer", r"[Tt]ransformer[ _-]?[Ee]ngine(?: version)?[ :=v]{1,3}(\d+\.\d+(?:\.\d+)?)", "first"),
+    _rule("kernel_version", "kernel version", r"Detected kernel version (\d+\.\d+\.\d+)", "first"),
+    _rule("interfaces", "NCCL INFO Bootstrap", r"NCCL INFO Bootstrap ?: Using ([\w.:-]+?):\d", "set"),
+    _rule("interfaces", "NET/Socket : Using", r"NET/Socket : Using \[0\]([\w.-]+):", "set"),
+    _rule("interfaces", "OOB ", r"; OOB ([\w.-]+):", "set"),
+    _rule("interfaces", "NCCL_SOCKET_IFNAME set", r"NCCL_SOCKET_IFNAME set by environment to (\S+)", "set"),
+    _rule("transport", "Using network", r"NCCL INFO Using network (\w+)", "set"),
+    _rule("p2p_channels", "via P2P", r" via (P2P/\w+)", "set"),
+    _rule("hosts", "NCCL", r"^(?:\[\S+\] )?([A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] NCCL", "set"),
+    _rule("world_size", "nranks", r"\bnranks (\d+)", "max"),
+    _rule("world_size", "world size", r"[Ww]orld[ _]size[:= ]{1,3}(\d+)", "max"),
+    _rule("world_size", "num_processes", r"num_processes\W{1,4}(\d+)", "max"),
+    _rule("world_size", "-np ", r"\bmpirun\b.*? -np (\d+)", "max"),
+    _rule("store_timeout_s", "Timed out after", r"Timed out after (\d+) seconds waiting for clients", "first"),
+    _rule("process_groups", "[PG ", r"\[PG (?:ID )?(\d+)(?: PG GUID [^\]\s]+)? Rank \d+\]", "set"),
+)
+
+# Launchers, in the order a wrapper usually nests them; the first one found in the log is reported.
+LAUNCHERS: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(p, re.MULTILINE)) for name, p in (
+    ("srun", r"\bsrun\b|slurmstepd"),
+    ("mpirun", r"\bmpirun\b|\bmpiexec\b|\bprterun\b"),
+    ("deepspeed", r"^\S*\s*\$?\s*deepspeed\s|deepspeed\.launcher|\[launch\.py:\d+:main\]"),
+    ("accelerate", r"accelerate launch|'accelerate', 'launch'|accelerate\.commands\.launch"),
+    ("torchrun", r"\btorchrun\b|torch\.distributed\.run|torch/distributed/run\.py|torch\.distributed\.elastic"),
+))
+
+FRAMEWORKS: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(p, re.MULTILINE)) for name, p in (
+    ("megatron-lm", r"[Mm]egatron|pretrain_gpt\.py"),
+    ("transformer-engine", r"transformer_engine|TransformerEngine|\[UB\]|UB_TIMEOUT"),
+    ("autotrain-advanced", r"autotrain"),
+    ("hf-accelerate", r"\baccelerate\b"),
+    ("hf-transformers", r"transformers/|\*\*\*\*\* Running training \*\*\*\*\*"),
+    ("hf-trl", r"\btrl\b|SFTTrainer"),
+    ("deepspeed", r"[Dd]eep[Ss]peed"),
+    ("pytorch-fsdp", r"FullyShardedDataParallel|--enable_fsdp|\bfsdp\b|FSDP"),
+    ("pytorch-ddp", r"DistributedDataParallel"),
+    ("llama-recipes", r"llama[-_]recipes|llama[-_]cookbook"),
+    ("peft", r"\bpeft\b|LoRA|lora_"),
+    ("nccl-tests", r"(?:all_reduce|all_gather|broadcast|reduce_scatter|alltoall|sendrecv)_perf"),
+))
+
+# Progress markers: the last one printed says how far the job got before it stopped.
+STAGES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(p, re.MULTILINE)) for name, p in (
+    ("initializing torch distributed", r"> initializing torch distributed"),
+    ("compiling dataset index builder", r"> compiling dataset index builder"),
+    ("compiling and loading fused kernels", r"> compiling and loading fused kernels"),
+    ("building model", r"building \w+ model|> building the model"),
+    ("loading checkpoint", r"[Ll]oading checkpoint"),
+    ("tokenizing dataset", r"Running tokenizer on dataset|Tokenizing|Grouping texts in chunks"),
+    ("creating trainer", r"creating trainer"),
+    ("userbuffers setup", r"\[UB\]|UB_TIMEOUT is set|\[UBP2P\]"),
+    ("training", r"\*\*\*\*\* Running training \*\*\*\*\*| iteration +\d+/ *\d+ \|"),
+    ("saving checkpoint", r"[Ss]aving (?:model )?checkpoint|saving checkpoint at iteration"),
+    ("building extension", r"Building extension module|Emitting ninja build file|PyTorch extensions root"),
+))
+
+WATCHDOG_RE = re.compile(
+    r"Rank (?P<rank>\d+)\] Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), "
+    r"OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel_in>-?\d+), NumelOut=(?P<numel_out>-?\d+))?"
+    r"[^)\n]{0,200}?, Timeout\(ms\)=(?P<timeout>\d+)\) ran for (?P<ran>\d+) milliseconds")
+PROGRESS_RE = re.compile(
+    r"Rank (?P<rank>\d+)\] Timeout at NCCL work: (?P<seq>\d+), last enqueued NCCL work: (?P<enqueued>-?\d+), "
+    r"last completed NCCL work: (?P<completed>-?\d+)")
+RANK_PREFIX_RE = re.compile(r"^\[rank(\d+)\]:", re.MULTILINE)
+
+
+@dataclass
+class RankState:
+    rank: int
+    op: str | None = None
+    seq: int | None = None
+    numel_in: int | None = None
+    numel_out: int | None = None
+    timeout_ms: int | None = None
+    ran_ms: int | None = None
+    last_enqueued: int | None = None
+    last_completed: int | None = None
+    line: int | None = None
+
+
+def facts_extract(text: str, lines: LineLocator) -> tuple[dict[str, Any], dict[int, RankState]]:
+    """All generic facts of one text, and the per-rank watchdog state."""
+    facts: dict[str, Any] = {}
+    for rule in FACT_RULES:
+        if rule.literal not in text:
+            continue
+        _keep(facts, rule, rule.regex.finditer(text))
+    for key in ("interfaces", "transport", "p2p_channels", "hosts", "process_groups"):
+        if key in facts:
+            facts[key] = sorted(facts[key])
+    launchers = _first_offsets(text, LAUNCHERS)
+    if launchers:
+        facts["launcher"] = launchers[0]
+        facts["launchers"] = launchers
+    frameworks = [name for name, rx in FRAMEWORKS if rx.search(text)]
+    if frameworks:
+        facts["frameworks"] = frameworks
+    stage = _last_stage(text)
+    if stage:
+        facts["stage"] = stage
+    ranks = ranks_extract(text, lines)
+    if ranks:
+        ops = sorted({r.op for r in ranks.values() if r.op})
+        facts["op_type"] = ops[0] if len(ops) == 1 else ops
+        timeouts = sorted({r.timeout_ms for r in ranks.values() if r.timeout_ms})
+        if timeouts:
+            facts["timeout_ms"] = timeouts[0] if len(timeouts) == 1 else timeouts
+        ran = [r.ran_ms for r in ranks.values() if r.ran_ms]
+        if ran:
+            facts["ran_for_ms"] = max(ran)
+        seqs = sorted({r.seq for r in ranks.values() if r.seq is not None})
+        if seqs:
+            facts["seq_num"] = seqs[0] if len(seqs) == 1 else seqs
+        facts["timed_out_ranks"] = sorted(r for r, s in ranks.items() if s.op or s.last_completed is not None)
+    seen = _ranks_seen(text, ranks)
+    if seen:
+        facts["ranks"] = seen
+    return facts, ranks
+
+
+def _keep(facts: dict[str, Any], rule: FactRule, matches) -> None:
+    for match in matches:
+        value = match.group(1)
+        if rule.keep == "first":
+            facts.setdefault(rule.name, value)
+            return
+        if rule.keep == "last":
+            facts[rule.name] = value
+        elif rule.keep == "set":
+            facts.setdefault(rule.name, set()).add(value)
+        elif rule.keep == "max":
+            facts[rule.name] = max(int(value), facts.get(rule.name, 0))
+
+
+def _first_offsets(text: str, table) -> list[str]:
+    found = []
+    for name, rx in table:
+        match = rx.search(text)
+        if match:
+            found.append((match.start(), name))
+    return [name for _, name in sorted(found)]
+
+
+def _last_stage(text: str) -> str | None:
+    best: tuple[int, str] | None = None
+    for name, rx in STAGES:
+        last = None
+        for last in rx.finditer(text):
+            pass
+        if last is not None and (best is None or last.start() > best[0]):
+            best = (last.start(), name)
+    return best[1] if best else None
+
+
+def ranks_extract(text: str, lines: LineLocator) -> dict[int, RankState]:
+    ranks: dict[int, RankState] = {}
+    if "Watchdog caught" in text:
+        for m in WATCHDOG_RE.finditer(text):
+            rank = int(m["rank"])
+            state = ranks.setdefault(rank, RankState(rank=rank))
+            if state.op is None:
+                state.op, state.seq = m["op"], int(m["seq"])
+                state.numel_in = int(m["numel_in"]) if m["numel_in"] else None
+                state.numel_out = int(m["numel_out"]) if m["numel_out"] else None
+                state.timeout_ms, state.ran_ms = int(m["timeout"]), int(m["ran"])
+                state.line = lines.line_number(m.start())
+    if "last completed NCCL work" in text:
+        for m in PROGRESS_RE.finditer(text):
+            rank = int(m["rank"])
+            state = ranks.setdefault(rank, RankState(rank=rank))
+            state.last_enqueued, state.last_completed = int(m["enqueued"]), int(m["completed"])
+            if state.seq is None:
+                state.seq = int(m["seq"])
+    return ranks
+
+
+def _ranks_seen(text: str, ranks: dict[int, RankState]) -> list[int]:
+    seen = set(ranks)
+    if "[rank" in text:
+        seen.update(int(r) for r in set(RANK_PREFIX_RE.findall(text)))
+    return sorted(seen)

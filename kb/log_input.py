@@ -1,0 +1,60 @@
+"""Read a log out of a request: a raw body, a form field `log`, or an uploaded file, within the size limit."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest
+
+
+class LogTooLarge(Exception):
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(f"The log is larger than the limit of {limit_text(limit)}.")
+
+
+class NoLog(Exception):
+    """The request carried nothing to diagnose."""
+
+
+def limit_text(limit: int) -> str:
+    return f"{limit / (1024 * 1024):g} MB" if limit >= 1024 * 1024 else f"{limit} bytes"
+
+
+def log_from_request(request: HttpRequest, *, allow_raw_body: bool = False) -> list[tuple[str, bytes]]:
+    """The sources to diagnose. Raises LogTooLarge before reading a body that is over the limit."""
+    limit = settings.KB_MAX_LOG_BYTES
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        declared = 0
+    # Multipart framing adds a little; anything beyond that margin is over the limit for sure.
+    if declared > limit + 64 * 1024:
+        raise LogTooLarge(limit)
+    content_type = request.META.get("CONTENT_TYPE", "")
+    try:
+        if content_type.startswith(("multipart/form-data", "application/x-www-form-urlencoded")):
+            sources: list[tuple[str, bytes]] = []
+            for upload in request.FILES.getlist("file"):
+                if upload.size > limit:
+                    raise LogTooLarge(limit)
+                sources.append((upload.name or "upload", upload.read()))
+            text = request.POST.get("log", "")
+            if text.strip():
+                data = text.encode("utf-8", errors="replace")
+                if len(data) > limit:
+                    raise LogTooLarge(limit)
+                sources.insert(0, ("pasted", data))
+        elif allow_raw_body:
+            body = request.body
+            if len(body) > limit:
+                raise LogTooLarge(limit)
+            sources = [("body", body)] if body.strip() else []
+        else:
+            sources = []
+    except RequestDataTooBig:
+        raise LogTooLarge(limit) from None
+    if sum(len(data) for _, data in sources) > limit:
+        raise LogTooLarge(limit)
+    if not sources:
+        raise NoLog("Paste a log or an error line, or choose a log file to upload.")
+    return sources

@@ -1,0 +1,24 @@
+"""`python manage.py load_content`: validate content/, then write the database and the search index."""
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from kb.content.errors import ContentInvalid
+from kb.content.load import content_load
+from kb.content.extra import extra_content_checks
+
+
+class Command(BaseCommand):
+    help = "Validate every content file, then load cases into the database and rebuild the search index."
+
+    def handle(self, *args, **options) -> None:
+        try:
+            report = content_load(content_dir=settings.CONTENT_DIR, index_dir=settings.SEARCH_INDEX_DIR,
+                                  extra_checks=extra_content_checks)
+        except ContentInvalid as err:
+            for error in err.errors:
+                self.stderr.write(str(error))
+            raise CommandError(f"{len(err.errors)} content problem(s); nothing was changed.")
+        self.stdout.write(
+            f"Loaded {report.total} cases (revision {report.revision}): {report.created} new, "
+            f"{report.updated} updated, {report.deleted} removed; search index rebuilt."
+        )

@@ -1,0 +1,20 @@
+"""`python manage.py validate_content`: report every content problem without touching the database."""
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from kb.content.cases import case_files_read
+from kb.content.extra import extra_content_checks
+
+
+class Command(BaseCommand):
+    help = "Check every content file and print file:line for each problem."
+
+    def handle(self, *args, **options) -> None:
+        docs, errors = case_files_read(settings.CONTENT_DIR)
+        if not errors:
+            errors = extra_content_checks(docs)
+        for error in errors:
+            self.stderr.write(str(error))
+        if errors:
+            raise CommandError(f"{len(errors)} content problem(s).")
+        self.stdout.write(f"{len(docs)} cases are valid.")

@@ -1,0 +1,91 @@
+"""Shape a diagnosis for templates: evidence escaped first, then the matched part wrapped in <mark>."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+from kb.diagnosis.engine import CONFIDENT, Diagnosis
+from kb.models import Case
+
+FACT_LABELS = {
+    "op_type": "Collective (OpType)",
+    "seq_num": "Sequence number",
+    "timeout_ms": "Timeout (ms)",
+    "ran_for_ms": "Ran for (ms)",
+    "timed_out_ranks": "Ranks that timed out",
+    "ranks": "Ranks seen",
+    "world_size": "World size",
+    "stage": "Last stage reached",
+    "launcher": "Launcher",
+    "frameworks": "Frameworks",
+    "torch_version": "PyTorch",
+    "nccl_version": "NCCL",
+    "te_version": "TransformerEngine",
+    "cuda_version": "CUDA",
+    "kernel_version": "Linux kernel",
+    "interfaces": "Network interfaces",
+    "transport": "NCCL network transport",
+    "p2p_channels": "P2P transports",
+    "hosts": "Hosts",
+    "process_groups": "Process groups",
+    "store_timeout_s": "Store timeout (s)",
+}
+_HIDDEN_FACTS = {"launchers"}
+
+
+@dataclass
+class MatchView:
+    slug: str
+    title: str
+    summary: str
+    confidence: float
+    confident: bool
+    percent: int
+    evidence: list[dict[str, Any]]
+    signals: list[dict[str, Any]]
+    section: str  # the anchor on the case page that applies
+
+
+def marked_line(text: str, start: int, end: int) -> SafeString:
+    """Escape every part of an untrusted line, then mark the matched part."""
+    if not 0 <= start < end <= len(text):
+        return mark_safe(escape(text))
+    return mark_safe(f"{escape(text[:start])}<mark>{escape(text[start:end])}</mark>{escape(text[end:])}")
+
+
+def fact_rows(facts: dict[str, Any]) -> list[tuple[str, str]]:
+    rows = []
+    for key, value in facts.items():
+        if key in _HIDDEN_FACTS:
+            continue
+        if isinstance(value, list):
+            value = ", ".join(str(v) for v in value[:40]) + (f" … ({len(value)} in all)" if len(value) > 40 else "")
+        rows.append((FACT_LABELS.get(key, key.replace("_", " ").capitalize()), str(value)))
+    return rows
+
+
+def diagnosis_view_model(diagnosis: Diagnosis) -> dict[str, Any]:
+    cases = {c.slug: c for c in Case.objects.filter(slug__in=[m.slug for m in diagnosis.matches])}
+    matches = []
+    for match in diagnosis.matches:
+        case = cases.get(match.slug)
+        if case is None:
+            continue
+        evidence = [{"line": e.line, "source": e.source, "signal": e.signal, "html": marked_line(e.text, *e.span)}
+                    for e in match.evidence[:12]]
+        matches.append(MatchView(
+            slug=match.slug, title=case.title, summary=case.summary, confidence=match.confidence,
+            confident=match.confidence >= CONFIDENT, percent=round(match.confidence * 100),
+            evidence=evidence, signals=match.signals, section="signatures",
+        ))
+    return {
+        "matches": matches,
+        "any_confident": any(m.confident for m in matches),
+        "facts": fact_rows(diagnosis.facts),
+        "raw_facts": diagnosis.facts,
+        "verdict": diagnosis.verdict,
+        "stats": diagnosis.stats,
+    }

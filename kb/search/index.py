@@ -1,0 +1,117 @@
+"""Build the Whoosh index from validated cases, and search it.
+
+Only `load_content` writes: it builds a fresh index in a new directory and then repoints the
+`current` symlink with an atomic rename, so readers never see a half-built index. Web processes
+only open what `current` points at.
+"""
+from __future__ import annotations
+
+import functools
+import html
+import os
+import re
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from whoosh import index as whoosh_index
+from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
+from whoosh.query import Or, Term
+from whoosh.scoring import BM25F
+
+from kb.search.analysis import log_analyzer, query_terms
+
+if TYPE_CHECKING:
+    from kb.content.cases import CaseDoc
+
+FIELD_BOOSTS = {"title": 4.0, "signatures": 3.0, "symptoms": 2.5, "summary": 2.0, "tags": 1.5, "body": 1.0}
+_TAG_RE = re.compile(r"<[^>]+>")
+
+
+def _schema() -> Schema:
+    analyzer = log_analyzer()
+    return Schema(
+        slug=ID(stored=True, unique=True),
+        title=TEXT(analyzer=analyzer, stored=True),
+        summary=TEXT(analyzer=analyzer, stored=True),
+        symptoms=TEXT(analyzer=analyzer),
+        signatures=TEXT(analyzer=analyzer),
+        body=TEXT(analyzer=analyzer),
+        tags=KEYWORD(lowercase=True, commas=True, scorable=True),
+        sections=STORED(),
+    )
+
+
+def case_search_fields(doc: "CaseDoc") -> dict[str, str]:
+    """The text of one case as the index sees it."""
+    meta = doc.meta
+    signature_text = "\n".join(
+        f"{s['description']}\n" + "\n".join(s.get("examples") or []) for s in meta["signatures"]
+    )
+    return {
+        "slug": doc.slug,
+        "title": meta["title"],
+        "summary": meta["summary"],
+        "symptoms": "\n".join(meta["symptoms"]),
+        "signatures": signature_text,
+        "body": html.unescape(_TAG_RE.sub(" ", doc.body.html)),
+        "tags": ",".join(f"{v}" for values in meta["tags"].values() for v in values),
+    }
+
+
+def index_build(docs: list["CaseDoc"], index_dir: Path) -> Path:
+    """Write a complete new index next to the live one, then swap it in atomically."""
+    index_dir.mkdir(parents=True, exist_ok=True)
+    build = index_dir / f"build-{time.time_ns()}"
+    build.mkdir()
+    ix = whoosh_index.create_in(build, _schema())
+    writer = ix.writer()
+    for doc in docs:
+        writer.add_document(**case_search_fields(doc), sections=[s.id for s in doc.body.sections])
+    writer.commit()
+    link_tmp = index_dir / f"current.tmp-{os.getpid()}"
+    if link_tmp.is_symlink() or link_tmp.exists():
+        link_tmp.unlink()
+    link_tmp.symlink_to(build.name)
+    os.replace(link_tmp, index_dir / "current")
+    for old in index_dir.glob("build-*"):
+        if old.name != build.name:
+            shutil.rmtree(old, ignore_errors=True)
+    return build
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    slug: str
+    title: str
+    summary: str
+    score: float
+
+
+@functools.lru_cache(maxsize=4)
+def _open(path: str):
+    """One open index per built directory: a rebuild gets a new directory name, hence a fresh open."""
+    return whoosh_index.open_dir(path)
+
+
+class IndexMissing(RuntimeError):
+    """The index has not been built yet (run `python manage.py load_content`)."""
+
+
+def search(text: str, *, index_dir: Path, limit: int = 10) -> list[SearchHit]:
+    """Rank cases for free text. The query is built from analysed terms, never parsed, so
+    quotes, colons, brackets and AND/OR/NOT in a pasted log are plain words."""
+    terms = query_terms(text)
+    if not terms:
+        return []
+    current = index_dir / "current"
+    if not current.exists():
+        raise IndexMissing(f"no search index at {current}")
+    ix = _open(str(current.resolve()))
+    query = Or([Term(field, term, boost=boost) for term in terms for field, boost in FIELD_BOOSTS.items()])
+    with ix.searcher(weighting=BM25F()) as searcher:
+        results = searcher.search(query, limit=limit)
+        return [SearchHit(slug=r["slug"], title=r["title"], summary=r["summary"], score=round(r.score, 3))
+                for r in results]
