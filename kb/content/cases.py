@@ -105,7 +105,7 @@ def _body_check(body: RenderedBody, fm: FrontMatter, shown: str) -> list[Content
         errors.append(ContentError(shown, _body_line(fm, steps[0]), f"fix steps must be numbered fix-1, fix-2, ... in order; found {', '.join(steps)}"))
     allowed_level2 = set(REQUIRED_SECTIONS) | set(OPTIONAL_SECTIONS)
     for anchor in level2:
-        if anchor not in allowed_level2:
+        if anchor not in allowed_level2 and anchor not in RENDERED_SECTIONS:
             errors.append(ContentError(shown, _body_line(fm, anchor), f"unknown level-2 section id '{anchor}' (allowed: {', '.join(sorted(allowed_level2))})"))
     return errors
 

@@ -43,7 +43,7 @@ FACT_RULES: tuple[FactRule, ...] = (
     _rule("world_size", "num_processes", r"num_processes\W{1,4}(\d+)", "max"),
     _rule("world_size", "-np ", r"\bmpirun\b.*? -np (\d+)", "max"),
     _rule("store_timeout_s", "Timed out after", r"Timed out after (\d+) seconds waiting for clients", "first"),
-    _rule("process_groups", "[PG ", r"\[PG (?:ID )?(\d+)(?: PG GUID [^\]\s]+)? Rank \d+\]", "set"),
+    _rule("process_groups", "[PG ", r"\[PG (?:ID )?(\d+)[^\]\n]{0,60}? Rank \d+\]", "set"),
 )
 
 # Launchers, in the order a wrapper usually nests them; the first one found in the log is reported.
@@ -89,8 +89,11 @@ WATCHDOG_RE = re.compile(
     r"Rank (?P<rank>\d+)\] Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), "
     r"OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel_in>-?\d+), NumelOut=(?P<numel_out>-?\d+))?"
     r"[^)\n]{0,200}?, Timeout\(ms\)=(?P<timeout>\d+)\) ran for (?P<ran>\d+) milliseconds")
+# PyTorch 2.3 prints "Timeout at NCCL work"; 2.4+ adds "Exception (either an error or timeout) detected by
+# watchdog at work"; newer code says "NCCL error is detected by watchdog at work" for errors.
 PROGRESS_RE = re.compile(
-    r"Rank (?P<rank>\d+)\] Timeout at NCCL work: (?P<seq>\d+), last enqueued NCCL work: (?P<enqueued>-?\d+), "
+    r"Rank (?P<rank>\d+)\] (?:Timeout at NCCL work|Exception \(either an error or timeout\) detected by watchdog "
+    r"at work|NCCL error is detected by watchdog at work): (?P<seq>\d+), last enqueued NCCL work: (?P<enqueued>-?\d+), "
     r"last completed NCCL work: (?P<completed>-?\d+)")
 RANK_PREFIX_RE = re.compile(r"^\[rank(\d+)\]:", re.MULTILINE)
 

@@ -1,0 +1,142 @@
+"""The diagnosis engine, without Django: text handling, facts, the rank verdict, scoring and evidence."""
+from pathlib import Path
+
+import pytest
+
+from kb.diagnosis.engine import confidence_from, log_diagnose
+from kb.diagnosis.facts import facts_extract
+from kb.diagnosis.signatures import signatures_compile
+from kb.diagnosis.text import LineLocator, log_decode
+
+LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
+
+CASES = [
+    {"slug": "fsdp-case", "signatures": [
+        {"id": "watchdog-allgather", "description": "all-gather timed out", "weight": 7, "anchor": True,
+         "pattern": r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=\d+, OpType=_ALLGATHER_BASE"},
+        {"id": "fsdp-marker", "description": "FSDP script", "weight": 2, "pattern": r"train_fsdp\.py"},
+    ]},
+    {"slug": "barrier-case", "signatures": [
+        {"id": "barrier-timeout", "description": "first barrier timed out", "weight": 7, "anchor": True,
+         "pattern": r"OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout\(ms\)=(?P<barrier_timeout_ms>\d+)"},
+        {"id": "finished", "description": "the run finished", "weight": -9, "pattern": r"train_runtime"},
+    ]},
+    {"slug": "weak-case", "signatures": [
+        {"id": "mentions-nccl", "description": "NCCL printed something", "weight": 3, "pattern": r"NCCL INFO"},
+    ]},
+]
+
+
+@pytest.fixture(scope="module")
+def signatures():
+    return signatures_compile(CASES)
+
+
+def read(name: str) -> bytes:
+    return (LOGS / name).read_bytes()
+
+
+def test_decoding_strips_ansi_and_crlf_and_tolerates_bad_bytes():
+    text = log_decode(b"\x1b[31mred\x1b[0m line\r\nnext caf\xe9\r\n")
+    assert text == "red line\nnext caf\ufffd\n"
+
+
+def test_progress_bar_carriage_returns_do_not_add_lines():
+    locator = LineLocator(log_decode(b"a\n 10%|#\r 50%|#####\r100%|##########\nlast\n"))
+    assert locator.line_count() == 3
+    assert locator.line_number(locator.text.index("last")) == 3
+
+
+def test_evidence_points_at_the_line_numbers_of_the_original_file(signatures):
+    diagnosis = log_diagnose([("log", read("fsdp_rank2_behind_torch25.log"))], signatures)
+    fsdp = next(m for m in diagnosis.matches if m.slug == "fsdp-case")
+    original = read("fsdp_rank2_behind_torch25.log").split(b"\r\n")
+    for evidence in fsdp.evidence:
+        assert evidence.text.encode("utf-8", "replace").strip() in original[evidence.line - 1].replace(b"\x1b[32m", b"").replace(b"\x1b[0m", b"")
+
+
+def test_watchdog_facts_are_read_from_torch_2_5_wording(signatures):
+    text = log_decode(read("fsdp_rank2_behind_torch25.log"))
+    facts, ranks = facts_extract(text, LineLocator(text))
+    assert facts["op_type"] == ["_ALLGATHER_BASE", "_REDUCE_SCATTER_BASE"]
+    assert facts["timeout_ms"] == 600000
+    assert facts["ran_for_ms"] == 600801
+    assert facts["launcher"] == "torchrun"
+    assert facts["world_size"] == 4
+    assert facts["interfaces"] == ["eth0"]
+    assert ranks[0].last_completed == 9740
+
+
+def test_verdict_names_the_rank_that_is_behind(signatures):
+    diagnosis = log_diagnose([("log", read("fsdp_rank2_behind_torch25.log"))], signatures)
+    assert diagnosis.verdict.behind == [2]
+    assert "rank 2 had made the least progress" in diagnosis.verdict.summary
+
+
+def test_verdict_names_the_rank_that_never_timed_out(signatures):
+    diagnosis = log_diagnose([("log", read("barrier_rank0_silent_torch23.log"))], signatures)
+    assert diagnosis.verdict.silent == [0]
+    assert "rank 0 of 4 never reported a timeout" in diagnosis.verdict.summary
+    assert diagnosis.facts["launcher"] == "srun"
+
+
+def test_verdict_flags_ranks_running_different_collectives_at_the_same_seqnum(signatures):
+    diagnosis = log_diagnose([("log", read("desync_ops_differ_torch21.log"))], signatures)
+    assert diagnosis.verdict.disagree is True
+    assert "disagree on the collective" in diagnosis.verdict.summary
+
+
+def test_named_groups_become_facts(signatures):
+    diagnosis = log_diagnose([("log", read("barrier_rank0_silent_torch23.log"))], signatures)
+    assert diagnosis.facts["barrier_timeout_ms"] == "600000"
+
+
+def test_a_signature_counts_once_however_many_lines_match(signatures):
+    diagnosis = log_diagnose([("log", read("barrier_rank0_silent_torch23.log"))], signatures)
+    barrier = next(m for m in diagnosis.matches if m.slug == "barrier-case")
+    assert barrier.score == 7
+    assert barrier.signals[0]["count"] == 3
+
+
+def test_case_without_an_anchor_never_becomes_confident(signatures):
+    diagnosis = log_diagnose([("log", read("barrier_rank0_silent_torch23.log"))], signatures)
+    weak = next(m for m in diagnosis.matches if m.slug == "weak-case")
+    assert weak.confidence <= 0.45
+
+
+def test_negative_signal_argues_against_a_case(signatures):
+    log = read("barrier_rank0_silent_torch23.log") + b"{'train_runtime': 5012.3, 'train_loss': 1.02}\n"
+    diagnosis = log_diagnose([("log", log)], signatures)
+    assert "barrier-case" not in [m.slug for m in diagnosis.confident]
+
+
+def test_text_without_any_signal_matches_nothing(signatures):
+    oom = b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB\n"
+    diagnosis = log_diagnose([("log", oom)], signatures)
+    assert diagnosis.matches == [] and diagnosis.verdict is None
+
+
+def test_several_files_are_one_job_and_evidence_names_the_file(signatures):
+    sources = [("rank1.log", read("barrier_rank0_silent_torch23.log")), ("rank0.log", b"still compiling\n")]
+    diagnosis = log_diagnose(sources, signatures)
+    barrier = next(m for m in diagnosis.matches if m.slug == "barrier-case")
+    assert {e.source for e in barrier.evidence} == {"rank1.log"}
+    assert diagnosis.stats["files"] == 2
+
+
+def test_evidence_span_covers_the_matched_text(signatures):
+    diagnosis = log_diagnose([("log", read("barrier_rank0_silent_torch23.log"))], signatures)
+    evidence = next(m for m in diagnosis.matches if m.slug == "barrier-case").evidence[0]
+    start, end = evidence.span
+    assert evidence.text[start:end].startswith("OpType=ALLREDUCE, NumelIn=1")
+
+
+def test_confidence_is_one_half_at_the_calibration_score():
+    assert confidence_from(6, anchored=True) == 0.5
+    assert confidence_from(12, anchored=True) == 0.75
+    assert confidence_from(-3, anchored=True) == 0.0
+
+
+def test_a_five_megabyte_line_without_newline_is_diagnosed(signatures):
+    diagnosis = log_diagnose([("log", b"A" * 5_000_000)], signatures)
+    assert diagnosis.matches == [] and diagnosis.stats["lines"] == 1
