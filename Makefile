@@ -47,7 +47,7 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends chromium; }
 
 bench: install content
-	$(PY) -m kb.bench
+	$(PY) manage.py bench
 
 score: install content
 	$(PY) ../shared/eval-dev/score.py ../shared/eval-dev --project . -v

@@ -110,8 +110,28 @@ def _body_check(body: RenderedBody, fm: FrontMatter, shown: str) -> list[Content
     return errors
 
 
-def _body_line(fm: FrontMatter, anchor: str) -> int:
-    match = re.search(r"\{#" + re.escape(anchor) + r"\}", fm.body)
+_INTERNAL_LINK_RE = re.compile(r'href="(/[^"#]*)(?:#([^"]*))?"')
+_CASE_LINK_RE = re.compile(r"^/kb/([a-z0-9-]+)/$")
+
+
+def _links_check(doc: CaseDoc, by_slug: dict[str, CaseDoc]) -> list[ContentError]:
+    """Links to other cases must name an existing case and, when they carry one, an existing anchor."""
+    errors: list[ContentError] = []
+    for path, anchor in _INTERNAL_LINK_RE.findall(doc.body.html):
+        match = _CASE_LINK_RE.match(path)
+        target = by_slug.get(match.group(1)) if match else None
+        line = _body_line(doc.front_matter, "", needle=path)
+        if target is None and not path.startswith(("/troubleshoot/", "/search", "/kb/")):
+            errors.append(ContentError(doc.path, line, f"link to '{path}' does not point at a page of this site (cases live at /kb/<slug>/)"))
+        elif match and target is None:
+            errors.append(ContentError(doc.path, line, f"link to '{path}': there is no case '{match.group(1)}'"))
+        elif target is not None and anchor and anchor not in target.anchors and anchor != "related":
+            errors.append(ContentError(doc.path, line, f"link to '{path}#{anchor}': that case has no section '#{anchor}'"))
+    return errors
+
+
+def _body_line(fm: FrontMatter, anchor: str, needle: str | None = None) -> int:
+    match = re.search(re.escape(needle) if needle else r"\{#" + re.escape(anchor) + r"\}", fm.body)
     return fm.body_line + (fm.body[: match.start()].count("\n") if match else 0)
 
 
@@ -121,7 +141,9 @@ def _cross_file_check(docs: list[CaseDoc]) -> list[ContentError]:
     owner: dict[str, CaseDoc] = {}
     for doc in docs:
         owner[doc.slug] = doc
+    by_slug = dict(owner)
     for doc in docs:
+        errors += _links_check(doc, by_slug)
         for index, alias in enumerate(doc.meta.get("aliases") or []):
             if alias in owner and owner[alias] is not doc:
                 errors.append(ContentError(doc.path, doc.line_of(("aliases", index)), f"alias '{alias}' is already the slug or alias of {owner[alias].path}"))

@@ -12,6 +12,14 @@ from typing import Any
 from kb.diagnosis.text import LineLocator
 
 
+# Fact names the engine computes itself; signature named groups may not reuse them.
+GENERIC_FACTS = frozenset({
+    "nccl_version", "torch_version", "cuda_version", "te_version", "kernel_version", "interfaces", "transport",
+    "p2p_channels", "hosts", "world_size", "store_timeout_s", "process_groups", "launcher", "launchers",
+    "frameworks", "stage", "op_type", "timeout_ms", "ran_for_ms", "seq_num", "timed_out_ranks", "ranks",
+})
+
+
 @dataclass(frozen=True)
 class FactRule:
     name: str
