@@ -56,7 +56,7 @@ def case_files_read(content_dir: Path) -> tuple[list[CaseDoc], list[ContentError
         errors += problems
         if doc is not None:
             docs.append(doc)
-    errors += _cross_file_check(docs)
+    errors += _cross_file_check(docs, {path.stem for path in case_paths(content_dir)})
     return docs, errors
 
 
@@ -114,7 +114,7 @@ _INTERNAL_LINK_RE = re.compile(r'href="(/[^"#]*)(?:#([^"]*))?"')
 _CASE_LINK_RE = re.compile(r"^/kb/([a-z0-9-]+)/$")
 
 
-def _links_check(doc: CaseDoc, by_slug: dict[str, CaseDoc]) -> list[ContentError]:
+def _links_check(doc: CaseDoc, by_slug: dict[str, CaseDoc], file_slugs: set[str]) -> list[ContentError]:
     """Links to other cases must name an existing case and, when they carry one, an existing anchor."""
     errors: list[ContentError] = []
     for path, anchor in _INTERNAL_LINK_RE.findall(doc.body.html):
@@ -123,7 +123,7 @@ def _links_check(doc: CaseDoc, by_slug: dict[str, CaseDoc]) -> list[ContentError
         line = _body_line(doc.front_matter, "", needle=path)
         if target is None and not path.startswith(("/troubleshoot/", "/search", "/kb/")):
             errors.append(ContentError(doc.path, line, f"link to '{path}' does not point at a page of this site (cases live at /kb/<slug>/)"))
-        elif match and target is None:
+        elif match and target is None and match.group(1) not in file_slugs:
             errors.append(ContentError(doc.path, line, f"link to '{path}': there is no case '{match.group(1)}'"))
         elif target is not None and anchor and anchor not in target.anchors and anchor != "related":
             errors.append(ContentError(doc.path, line, f"link to '{path}#{anchor}': that case has no section '#{anchor}'"))
@@ -135,15 +135,16 @@ def _body_line(fm: FrontMatter, anchor: str, needle: str | None = None) -> int:
     return fm.body_line + (fm.body[: match.start()].count("\n") if match else 0)
 
 
-def _cross_file_check(docs: list[CaseDoc]) -> list[ContentError]:
-    """Slugs and aliases are unique across all files; related cases exist."""
+def _cross_file_check(docs: list[CaseDoc], file_slugs: set[str]) -> list[ContentError]:
+    """Slugs and aliases are unique across all files; related and linked cases exist. A case whose own file
+    has errors still counts as existing here, so one broken file does not cascade into errors in the others."""
     errors: list[ContentError] = []
     owner: dict[str, CaseDoc] = {}
     for doc in docs:
         owner[doc.slug] = doc
     by_slug = dict(owner)
     for doc in docs:
-        errors += _links_check(doc, by_slug)
+        errors += _links_check(doc, by_slug, file_slugs)
         for index, alias in enumerate(doc.meta.get("aliases") or []):
             if alias in owner and owner[alias] is not doc:
                 errors.append(ContentError(doc.path, doc.line_of(("aliases", index)), f"alias '{alias}' is already the slug or alias of {owner[alias].path}"))
@@ -151,6 +152,6 @@ def _cross_file_check(docs: list[CaseDoc]) -> list[ContentError]:
         for index, related in enumerate(doc.meta.get("related") or []):
             if related == doc.slug:
                 errors.append(ContentError(doc.path, doc.line_of(("related", index)), "a case cannot be related to itself"))
-            elif related not in {d.slug for d in docs}:
+            elif related not in file_slugs:
                 errors.append(ContentError(doc.path, doc.line_of(("related", index)), f"related case '{related}' does not exist"))
     return errors

@@ -9,8 +9,6 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from kb.diagnosis.facts import GENERIC_FACTS
-
 try:  # Python 3.11+ keeps the regex parser here; the old module name warns
     from re import _parser as sre_parse
 except ImportError:  # pragma: no cover
@@ -136,9 +134,7 @@ def signature_check(signature: dict, path: tuple) -> list[Problem]:
         return problems + [(path + ("pattern",), f"pattern does not compile: {err}")]
     problems += [(path + ("pattern",), message) for message in pattern_risks(pattern)]
     for name in compiled.groupindex:
-        if name in GENERIC_FACTS:
-            problems.append((path + ("pattern",), f"named group '{name}' is a fact the engine computes itself; choose another name"))
-        elif not FACT_NAME_RE.match(name):
+        if not FACT_NAME_RE.match(name):
             problems.append((path + ("pattern",), f"named group '{name}' must be snake_case (it becomes a fact name)"))
     for index, example in enumerate(signature.get("examples") or []):
         if isinstance(example, str) and not compiled.search(example):

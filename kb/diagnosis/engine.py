@@ -5,7 +5,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from kb.diagnosis.facts import facts_extract
+from kb.diagnosis.facts import GENERIC_FACTS, facts_extract
 from kb.diagnosis.signatures import Signature, signature_hits
 from kb.diagnosis.text import LineLocator, log_decode
 from kb.diagnosis.verdict import RankVerdict, rank_verdict
@@ -85,7 +85,8 @@ def log_diagnose(sources: list[tuple[str, bytes | str]], signatures: list[Signat
     for match in matches:
         for evidence in match.evidence:
             for key, value in evidence.groups.items():
-                facts.setdefault(key, value)
+                if key not in GENERIC_FACTS:  # the engine's own reading of those wins, with its types
+                    facts.setdefault(key, value)
     verdict = rank_verdict(all_ranks, facts.get("world_size"))
     elapsed_ms = (time.perf_counter() - started) * 1000
     stats = {"bytes": total_bytes, "lines": line_total, "ms": round(elapsed_ms, 1), "files": len(sources)}
