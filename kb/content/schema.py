@@ -9,6 +9,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from kb.diagnosis.scanning import required_literals
+
 try:  # Python 3.11+ keeps the regex parser here; the old module name warns
     from re import _parser as sre_parse
 except ImportError:  # pragma: no cover
@@ -155,6 +157,9 @@ def pattern_risks(pattern: str) -> list[str]:
         parsed = sre_parse.parse(pattern)
     except re.error:
         return risks
+    if not required_literals(pattern):
+        risks.append("the pattern needs a fixed piece of text (3+ characters) that every match contains, "
+                     "in each alternative, so the engine can skip logs without it")
     if _nested_repeat(parsed, inside_repeat=False):
         risks.append("nested repetition such as (a+)+ can backtrack exponentially; rewrite the pattern")
     return risks

@@ -5,9 +5,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from kb.diagnosis.facts import GENERIC_FACTS, facts_extract
+from kb.diagnosis.facts import GENERIC_FACTS, fact_literals, facts_extract
+from kb.diagnosis.scanning import TextScanner
 from kb.diagnosis.signatures import Signature, signature_hits
-from kb.diagnosis.text import LineLocator, log_decode
+from kb.diagnosis.text import LineLocator, log_decode, log_is_clean
 from kb.diagnosis.verdict import RankVerdict, rank_verdict
 
 CONFIDENT = 0.5
@@ -66,16 +67,17 @@ def log_diagnose(sources: list[tuple[str, bytes | str]], signatures: list[Signat
     for name, data in sources:
         text = log_decode(data)
         lines = LineLocator(text)
+        scanner = TextScanner(text, _literals(signatures), encoded=data if log_is_clean(data) else None)
         line_total += lines.line_count()
         source = name if len(sources) > 1 else None
-        for sig, hits, count in signature_hits(text, signatures, per_signature=EVIDENCE_PER_SIGNAL):
+        for sig, hits, count in signature_hits(scanner, signatures, per_signature=EVIDENCE_PER_SIGNAL):
             entry = per_case.setdefault(sig.case, {"signals": {}, "evidence": []})
             signal = entry["signals"].setdefault(sig.id, {"signature": sig, "count": 0})
             signal["count"] += count
             for hit in hits:
                 if sum(1 for e in entry["evidence"] if e.signal == sig.id) < EVIDENCE_PER_SIGNAL:
                     entry["evidence"].append(_evidence(lines, hit, sig.id, source))
-        file_facts, ranks = facts_extract(text, lines)
+        file_facts, ranks = facts_extract(scanner, lines)
         _merge_facts(facts, file_facts)
         for rank, state in ranks.items():
             all_ranks.setdefault(rank, state)
@@ -91,6 +93,10 @@ def log_diagnose(sources: list[tuple[str, bytes | str]], signatures: list[Signat
     elapsed_ms = (time.perf_counter() - started) * 1000
     stats = {"bytes": total_bytes, "lines": line_total, "ms": round(elapsed_ms, 1), "files": len(sources)}
     return Diagnosis(matches=matches[:top], facts=facts, verdict=verdict, stats=stats)
+
+
+def _literals(signatures: list[Signature]) -> frozenset[tuple[str, bool]]:
+    return frozenset({(lit, s.ignorecase) for s in signatures for group in s.guards for lit in group} | fact_literals())
 
 
 def _evidence(lines: LineLocator, hit, signal: str, source: str | None) -> Evidence:

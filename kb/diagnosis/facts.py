@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from kb.diagnosis.scanning import TextScanner, required_literals
 from kb.diagnosis.text import LineLocator
 
 
@@ -21,18 +22,27 @@ GENERIC_FACTS = frozenset({
 
 
 @dataclass(frozen=True)
-class FactRule:
+class Pattern:
+    """A compiled line pattern with the literals a scanner needs to find its candidate lines."""
     name: str
-    literal: str
     regex: re.Pattern
+    literals: tuple[str, ...]
     keep: str = "first"  # first | last | set | max
 
+    def matches(self, scanner: TextScanner):
+        return scanner.matches(self.regex, self.literals)
 
-def _rule(name: str, literal: str, pattern: str, keep: str = "first") -> FactRule:
-    return FactRule(name, literal, re.compile(pattern, re.MULTILINE), keep)
+
+def _rule(name: str, literal: str, pattern: str, keep: str = "first") -> Pattern:
+    """`literal` documents intent; the literals actually used are derived from the pattern."""
+    return Pattern(name, re.compile(pattern, re.MULTILINE), required_literals(pattern), keep)
 
 
-FACT_RULES: tuple[FactRule, ...] = (
+def _table(entries: tuple[tuple[str, str], ...]) -> tuple[Pattern, ...]:
+    return tuple(Pattern(name, re.compile(p, re.MULTILINE), required_literals(p)) for name, p in entries)
+
+
+FACT_RULES: tuple[Pattern, ...] = (
     _rule("nccl_version", "NCCL version", r"NCCL version (\d+\.\d+\.\d+)", "first"),
     _rule("torch_version", "ersion", r"(?:PyTorch version|torch version|torch\.__version__)\W{0,3}(\d+\.\d+\.\d+)", "first"),
     _rule("torch_version", "torch==", r"\btorch==(\d+\.\d+\.\d+)", "first"),
@@ -55,7 +65,7 @@ FACT_RULES: tuple[FactRule, ...] = (
 )
 
 # Launchers, in the order a wrapper usually nests them; the first one found in the log is reported.
-LAUNCHERS: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(p, re.MULTILINE)) for name, p in (
+LAUNCHERS = _table((
     ("srun", r"\bsrun\b|slurmstepd"),
     ("mpirun", r"\bmpirun\b|\bmpiexec\b|\bprterun\b"),
     ("deepspeed", r"^\S*\s*\$?\s*deepspeed\s|deepspeed\.launcher|\[launch\.py:\d+:main\]"),
@@ -63,7 +73,7 @@ LAUNCHERS: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(p, re.MU
     ("torchrun", r"\btorchrun\b|torch\.distributed\.run|torch/distributed/run\.py|torch\.distributed\.elastic"),
 ))
 
-FRAMEWORKS: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(p, re.MULTILINE)) for name, p in (
+FRAMEWORKS = _table((
     ("megatron-lm", r"[Mm]egatron|pretrain_gpt\.py"),
     ("transformer-engine", r"transformer_engine|TransformerEngine|\[UB\]|UB_TIMEOUT"),
     ("autotrain-advanced", r"autotrain"),
@@ -79,7 +89,7 @@ FRAMEWORKS: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(p, re.M
 ))
 
 # Progress markers: the last one printed says how far the job got before it stopped.
-STAGES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(p, re.MULTILINE)) for name, p in (
+STAGES = _table((
     ("initializing torch distributed", r"> initializing torch distributed"),
     ("compiling dataset index builder", r"> compiling dataset index builder"),
     ("compiling and loading fused kernels", r"> compiling and loading fused kernels"),
@@ -103,7 +113,12 @@ PROGRESS_RE = re.compile(
     r"Rank (?P<rank>\d+)\] (?:Timeout at NCCL work|Exception \(either an error or timeout\) detected by watchdog "
     r"at work|NCCL error is detected by watchdog at work): (?P<seq>\d+), last enqueued NCCL work: (?P<enqueued>-?\d+), "
     r"last completed NCCL work: (?P<completed>-?\d+)")
-RANK_PREFIX_RE = re.compile(r"^\[rank(\d+)\]:", re.MULTILINE)
+RANK_PREFIX_RE = re.compile(r"\[rank(\d+)\]:")
+# PyTorch >= 2.2 prefixes each line with "[rankN]:"; checking these as literals in the scanner's one pass
+# is far cheaper than collecting every prefix of a long log.
+RANK_PREFIXES = tuple(f"[rank{n}]:" for n in range(1024))
+WATCHDOG_LITERALS = required_literals(WATCHDOG_RE.pattern)
+PROGRESS_LITERALS = required_literals(PROGRESS_RE.pattern)
 
 
 @dataclass
@@ -120,27 +135,33 @@ class RankState:
     line: int | None = None
 
 
-def facts_extract(text: str, lines: LineLocator) -> tuple[dict[str, Any], dict[int, RankState]]:
+def fact_literals() -> set[tuple[str, bool]]:
+    """Every literal the fact rules look for, so a scanner can check them all in one pass."""
+    patterns = FACT_RULES + LAUNCHERS + FRAMEWORKS + STAGES
+    found = {(lit, False) for p in patterns for lit in p.literals}
+    return found | {(lit, False) for lit in WATCHDOG_LITERALS + PROGRESS_LITERALS + RANK_PREFIXES}
+
+
+def facts_extract(scanner: TextScanner, lines: LineLocator) -> tuple[dict[str, Any], dict[int, RankState]]:
     """All generic facts of one text, and the per-rank watchdog state."""
+    text = scanner.text
     facts: dict[str, Any] = {}
     for rule in FACT_RULES:
-        if rule.literal not in text:
-            continue
-        _keep(facts, rule, rule.regex.finditer(text))
+        _keep(facts, rule, rule.matches(scanner))
     for key in ("interfaces", "transport", "p2p_channels", "hosts", "process_groups"):
         if key in facts:
             facts[key] = sorted(facts[key])
-    launchers = _first_offsets(text, LAUNCHERS)
+    launchers = _first_offsets(scanner, LAUNCHERS)
     if launchers:
         facts["launcher"] = launchers[0]
         facts["launchers"] = launchers
-    frameworks = [name for name, rx in FRAMEWORKS if rx.search(text)]
+    frameworks = [p.name for p in FRAMEWORKS if next(p.matches(scanner), None)]
     if frameworks:
         facts["frameworks"] = frameworks
-    stage = _last_stage(text)
+    stage = _last_stage(scanner)
     if stage:
         facts["stage"] = stage
-    ranks = ranks_extract(text, lines)
+    ranks = ranks_extract(scanner, lines)
     if ranks:
         ops = sorted({r.op for r in ranks.values() if r.op})
         facts["op_type"] = ops[0] if len(ops) == 1 else ops
@@ -154,14 +175,19 @@ def facts_extract(text: str, lines: LineLocator) -> tuple[dict[str, Any], dict[i
         if seqs:
             facts["seq_num"] = seqs[0] if len(seqs) == 1 else seqs
         facts["timed_out_ranks"] = sorted(r for r, s in ranks.items() if s.op or s.last_completed is not None)
-    seen = _ranks_seen(text, ranks)
+    seen = _ranks_seen(scanner, ranks)
     if seen:
         facts["ranks"] = seen
     return facts, ranks
 
 
-def _keep(facts: dict[str, Any], rule: FactRule, matches) -> None:
-    for match in matches:
+MAX_FACT_LINES = 2000  # set-valued facts (hosts, interfaces) are complete long before this in real logs
+
+
+def _keep(facts: dict[str, Any], rule: Pattern, matches) -> None:
+    for count, match in enumerate(matches):
+        if count >= MAX_FACT_LINES:
+            break
         value = match.group(1)
         if rule.keep == "first":
             facts.setdefault(rule.name, value)
@@ -174,50 +200,49 @@ def _keep(facts: dict[str, Any], rule: FactRule, matches) -> None:
             facts[rule.name] = max(int(value), facts.get(rule.name, 0))
 
 
-def _first_offsets(text: str, table) -> list[str]:
+def _first_offsets(scanner: TextScanner, table: tuple[Pattern, ...]) -> list[str]:
     found = []
-    for name, rx in table:
-        match = rx.search(text)
+    for pattern in table:
+        match = next(pattern.matches(scanner), None)
         if match:
-            found.append((match.start(), name))
+            found.append((match.start(), pattern.name))
     return [name for _, name in sorted(found)]
 
 
-def _last_stage(text: str) -> str | None:
+def _last_stage(scanner: TextScanner) -> str | None:
     best: tuple[int, str] | None = None
-    for name, rx in STAGES:
-        last = None
-        for last in rx.finditer(text):
-            pass
+    for pattern in STAGES:
+        last = scanner.last_match(pattern.regex, pattern.literals)
         if last is not None and (best is None or last.start() > best[0]):
-            best = (last.start(), name)
+            best = (last.start(), pattern.name)
     return best[1] if best else None
 
 
-def ranks_extract(text: str, lines: LineLocator) -> dict[int, RankState]:
+def ranks_extract(scanner: TextScanner, lines: LineLocator) -> dict[int, RankState]:
     ranks: dict[int, RankState] = {}
-    if "Watchdog caught" in text:
-        for m in WATCHDOG_RE.finditer(text):
-            rank = int(m["rank"])
-            state = ranks.setdefault(rank, RankState(rank=rank))
-            if state.op is None:
-                state.op, state.seq = m["op"], int(m["seq"])
-                state.numel_in = int(m["numel_in"]) if m["numel_in"] else None
-                state.numel_out = int(m["numel_out"]) if m["numel_out"] else None
-                state.timeout_ms, state.ran_ms = int(m["timeout"]), int(m["ran"])
-                state.line = lines.line_number(m.start())
-    if "last completed NCCL work" in text:
-        for m in PROGRESS_RE.finditer(text):
-            rank = int(m["rank"])
-            state = ranks.setdefault(rank, RankState(rank=rank))
-            state.last_enqueued, state.last_completed = int(m["enqueued"]), int(m["completed"])
-            if state.seq is None:
-                state.seq = int(m["seq"])
+    for m in scanner.matches(WATCHDOG_RE, WATCHDOG_LITERALS):
+        rank = int(m["rank"])
+        state = ranks.setdefault(rank, RankState(rank=rank))
+        if state.op is None:
+            state.op, state.seq = m["op"], int(m["seq"])
+            state.numel_in = int(m["numel_in"]) if m["numel_in"] else None
+            state.numel_out = int(m["numel_out"]) if m["numel_out"] else None
+            state.timeout_ms, state.ran_ms = int(m["timeout"]), int(m["ran"])
+            state.line = lines.line_number(m.start())
+    for m in scanner.matches(PROGRESS_RE, PROGRESS_LITERALS):
+        rank = int(m["rank"])
+        state = ranks.setdefault(rank, RankState(rank=rank))
+        state.last_enqueued, state.last_completed = int(m["enqueued"]), int(m["completed"])
+        if state.seq is None:
+            state.seq = int(m["seq"])
     return ranks
 
 
-def _ranks_seen(text: str, ranks: dict[int, RankState]) -> list[int]:
+def _ranks_seen(scanner: TextScanner, ranks: dict[int, RankState]) -> list[int]:
     seen = set(ranks)
-    if "[rank" in text:
-        seen.update(int(r) for r in set(RANK_PREFIX_RE.findall(text)))
+    present = scanner.present_among(RANK_PREFIXES)
+    if present is not None and f"[rank{len(RANK_PREFIXES) - 1}]:" not in present:
+        seen.update(int(prefix[5:-2]) for prefix in present)
+    elif "[rank" in scanner.text:
+        seen.update(int(r) for r in set(RANK_PREFIX_RE.findall(scanner.text)))
     return sorted(seen)

@@ -1,9 +1,7 @@
-"""Compile the signatures from case front matter into something that scans megabytes quickly.
+"""Compile the signatures from case front matter and find where they match in a log.
 
-Each pattern is matched per line (it is compiled with MULTILINE and may not cross a newline), but it
-is run over the whole text at once so the regex engine, not a Python loop, walks the log. A
-pattern's longest required literal is checked with `in` first: most signatures are absent from most
-logs and cost one substring search.
+Each pattern is matched one line at a time, but only on the lines that contain one of its required
+literals (see kb.diagnosis.scanning), so a large log costs a few substring searches per pattern.
 """
 from __future__ import annotations
 
@@ -11,10 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-try:
-    from re import _parser as sre_parse
-except ImportError:  # pragma: no cover
-    import sre_parse  # type: ignore[no-redef]
+from kb.diagnosis.scanning import TextScanner, required_literal_groups, required_literals
 
 
 @dataclass(frozen=True)
@@ -25,8 +20,9 @@ class Signature:
     weight: float
     anchor: bool
     regex: re.Pattern
-    literal: str  # must occur in any line the pattern matches ('' when none could be derived)
+    literals: tuple[str, ...]  # every match contains one of these
     ignorecase: bool
+    guards: tuple[tuple[str, ...], ...] = ()  # every match contains one literal of each group
 
 
 def signatures_compile(cases: Iterable[dict]) -> list[Signature]:
@@ -36,52 +32,13 @@ def signatures_compile(cases: Iterable[dict]) -> list[Signature]:
         for sig in case["signatures"]:
             ignorecase = "ignorecase" in (sig.get("flags") or [])
             flags = re.MULTILINE | (re.IGNORECASE if ignorecase else 0)
-            pattern = _line_bound(sig["pattern"])
             compiled.append(Signature(
                 case=case["slug"], id=sig["id"], description=sig["description"], weight=float(sig["weight"]),
-                anchor=bool(sig.get("anchor", False)), regex=re.compile(pattern, flags),
-                literal=required_literal(sig["pattern"], ignorecase), ignorecase=ignorecase,
+                anchor=bool(sig.get("anchor", False)), regex=re.compile(sig["pattern"], flags),
+                literals=required_literals(sig["pattern"], ignorecase), ignorecase=ignorecase,
+                guards=required_literal_groups(sig["pattern"], ignorecase),
             ))
     return compiled
-
-
-def _line_bound(pattern: str) -> str:
-    """Keep a whole-text match inside one line: '.' already stops at '\\n'; bare \\s and negated classes
-    are made to stop there too."""
-    pattern = pattern.replace(r"\s", r"[^\S\n]")
-    return re.sub(r"\[\^(?!\\S)", "[^\\n", pattern)
-
-
-def required_literal(pattern: str, ignorecase: bool = False) -> str:
-    """The longest run of literal characters every match must contain, for a fast `in` pre-check."""
-    try:
-        parsed = sre_parse.parse(pattern)
-    except re.error:
-        return ""
-    best = ""
-    run: list[str] = []
-    for op, arg in parsed:
-        if op == sre_parse.LITERAL:
-            run.append(chr(arg))
-            continue
-        best = max(best, "".join(run), key=len)
-        run = []
-        if op == sre_parse.SUBPATTERN:
-            inner = required_literal_items(arg[-1])
-            best = max(best, inner, key=len)
-    best = max(best, "".join(run), key=len)
-    return best.lower() if ignorecase else best
-
-
-def required_literal_items(items) -> str:
-    best, run = "", []
-    for op, arg in items:
-        if op == sre_parse.LITERAL:
-            run.append(chr(arg))
-        else:
-            best = max(best, "".join(run), key=len)
-            run = []
-    return max(best, "".join(run), key=len)
 
 
 @dataclass(frozen=True)
@@ -92,23 +49,21 @@ class Hit:
     groups: dict[str, str]
 
 
-def signature_hits(text: str, signatures: list[Signature], *, per_signature: int = 3,
-                   lowered: str | None = None) -> Iterator[tuple[Signature, list[Hit], int]]:
-    """For each signature present in `text`: its first few hits and the total number of matching lines."""
-    lowered_text = lowered
+MAX_COUNTED_LINES = 1000  # a signal that matched this many lines is reported as "1000 or more"
+
+
+def signature_hits(scanner: TextScanner, signatures: list[Signature], *,
+                   per_signature: int = 3) -> Iterator[tuple[Signature, list[Hit], int]]:
+    """For each signature present: its first few hits and the number of lines it matched (capped)."""
     for sig in signatures:
-        if sig.literal:
-            if sig.ignorecase:
-                if lowered_text is None:
-                    lowered_text = text.lower()
-                if sig.literal not in lowered_text:
-                    continue
-            elif sig.literal not in text:
-                continue
+        if not scanner.can_match(sig.guards, sig.ignorecase):
+            continue
         hits: list[Hit] = []
         total = 0
-        for match in sig.regex.finditer(text):
+        for match in scanner.matches(sig.regex, sig.literals, sig.ignorecase):
             total += 1
+            if total >= MAX_COUNTED_LINES:
+                break
             if len(hits) < per_signature:
                 groups = {k: v for k, v in match.groupdict().items() if v is not None}
                 hits.append(Hit(signature=sig, offset=match.start(), end=match.end(), groups=groups))

@@ -7,9 +7,14 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass, field
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+
+
+def log_is_clean(data: bytes | str) -> bool:
+    """True when decoding changes nothing but the type: the raw bytes can stand for the text."""
+    return isinstance(data, (bytes, bytearray)) and b"\x1b" not in data and b"\r" not in data \
+        and b"\x00" not in data and data.isascii()
 
 
 def log_decode(data: bytes | str) -> str:
@@ -24,28 +29,30 @@ def log_decode(data: bytes | str) -> str:
     return text
 
 
-@dataclass
 class LineLocator:
     """Maps character offsets in a text to 1-based line numbers and line contents.
 
-    The newline table is built on first use only: most logs need a handful of lookups.
+    Lookups count newlines from the nearest offset already resolved (C speed), so a handful of
+    evidence lines in a 50 MB log cost one pass at most, and no table of every line is built.
     """
-    text: str
-    _starts: list[int] | None = field(default=None, repr=False)
 
-    def _table(self) -> list[int]:
-        if self._starts is None:
-            starts = [0]
-            find = self.text.find
-            pos = find("\n")
-            while pos != -1:
-                starts.append(pos + 1)
-                pos = find("\n", pos + 1)
-            self._starts = starts
-        return self._starts
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._newlines = text.count("\n")
+        # sorted (offset, line number) checkpoints; the end is known from the newline count
+        self._known: list[tuple[int, int]] = [(0, 1), (len(text), self._newlines + 1)]
 
     def line_number(self, offset: int) -> int:
-        return bisect.bisect_right(self._table(), offset)
+        """Count newlines from the nearest known checkpoint, before or after `offset`."""
+        index = bisect.bisect_right(self._known, (offset, float("inf"))) - 1
+        below_offset, below_line = self._known[index]
+        if index + 1 < len(self._known) and self._known[index + 1][0] - offset < offset - below_offset:
+            above_offset, above_line = self._known[index + 1]
+            line = above_line - self.text.count("\n", offset, above_offset)
+        else:
+            line = below_line + self.text.count("\n", below_offset, offset)
+        self._known.insert(index + 1, (offset, line))
+        return line
 
     def line_start(self, offset: int) -> int:
         return self.text.rfind("\n", 0, offset) + 1
@@ -59,4 +66,4 @@ class LineLocator:
     def line_count(self) -> int:
         if not self.text:
             return 0
-        return self.text.count("\n") + (0 if self.text.endswith("\n") else 1)
+        return self._newlines + (0 if self.text.endswith("\n") else 1)

@@ -4,7 +4,9 @@ from pathlib import Path
 import pytest
 
 from kb.diagnosis.engine import confidence_from, log_diagnose
-from kb.diagnosis.facts import facts_extract
+from kb.diagnosis import scanning
+from kb.diagnosis.facts import fact_literals, facts_extract
+from kb.diagnosis.scanning import TextScanner, required_literal_groups
 from kb.diagnosis.signatures import signatures_compile
 from kb.diagnosis.text import LineLocator, log_decode
 
@@ -57,7 +59,7 @@ def test_evidence_points_at_the_line_numbers_of_the_original_file(signatures):
 
 def test_watchdog_facts_are_read_from_torch_2_5_wording(signatures):
     text = log_decode(read("fsdp_rank2_behind_torch25.log"))
-    facts, ranks = facts_extract(text, LineLocator(text))
+    facts, ranks = facts_extract(TextScanner(text, fact_literals()), LineLocator(text))
     assert facts["op_type"] == ["_ALLGATHER_BASE", "_REDUCE_SCATTER_BASE"]
     assert facts["timeout_ms"] == 600000
     assert facts["ran_for_ms"] == 600801
@@ -140,3 +142,22 @@ def test_confidence_is_one_half_at_the_calibration_score():
 def test_a_five_megabyte_line_without_newline_is_diagnosed(signatures):
     diagnosis = log_diagnose([("log", b"A" * 5_000_000)], signatures)
     assert diagnosis.matches == [] and diagnosis.stats["lines"] == 1
+
+
+def test_required_literal_groups_cover_every_alternative():
+    groups = required_literal_groups(r"NCCL INFO Channel \d+/\d+ : .* via (?:SHM|P2P/IPC)")
+    assert groups[0] == ("NCCL INFO Channel ",)
+    assert ("P2P/IPC", "SHM") in groups
+
+
+def test_results_are_the_same_without_the_hyperscan_prefilter(signatures, monkeypatch):
+    logs = [read(name) for name in ("fsdp_rank2_behind_torch25.log", "barrier_rank0_silent_torch23.log")]
+    with_prefilter = [log_diagnose([("log", data)], signatures) for data in logs]
+    monkeypatch.setattr(scanning, "hyperscan", None)
+    scanning._literal_database.cache_clear()
+    without = [log_diagnose([("log", data)], signatures) for data in logs]
+    scanning._literal_database.cache_clear()
+    for a, b in zip(with_prefilter, without):
+        assert [(m.slug, m.score, [e.line for e in m.evidence]) for m in a.matches] == \
+            [(m.slug, m.score, [e.line for e in m.evidence]) for m in b.matches]
+        assert a.facts == b.facts

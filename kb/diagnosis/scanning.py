@@ -1,0 +1,223 @@
+"""Find the lines a pattern matches in a large text without walking every line in Python.
+
+Every pattern has a set of literals, one of which any match must contain (see `required_literals`).
+The scanner looks for each distinct literal once with `str.find` (C speed), remembers the lines it
+occurs on, and runs the regex on those lines only. A pattern whose literals are absent costs one
+substring search; most patterns are absent from most logs.
+"""
+from __future__ import annotations
+
+import functools
+import re
+from typing import Iterable, Iterator
+
+try:  # optional accelerator: one pass over the text tells which literals occur at all
+    import hyperscan
+except ImportError:  # pragma: no cover - exercised by forcing the fallback in tests
+    hyperscan = None
+
+try:
+    from re import _parser as sre_parse
+except ImportError:  # pragma: no cover
+    import sre_parse  # type: ignore[no-redef]
+
+MIN_LITERAL = 3
+MAX_BACKWARD_LINES = 200  # last_match gives up on a literal after this many non-matching candidate lines
+
+
+def required_literals(pattern: str, ignorecase: bool = False) -> tuple[str, ...]:
+    """Literals such that every match contains at least one of them; () when none can be derived."""
+    groups = required_literal_groups(pattern, ignorecase)
+    return groups[0] if groups else ()
+
+
+def required_literal_groups(pattern: str, ignorecase: bool = False) -> tuple[tuple[str, ...], ...]:
+    """Every any-of literal set a match must satisfy, best (longest) first. A line can only match when
+    each group has a literal in it, so a pattern whose groups are not all present in a log is skipped."""
+    try:
+        parsed = sre_parse.parse(pattern)
+    except re.error:
+        return ()
+    groups = _sequence_literals(list(parsed), all_groups=True) or []
+    cleaned = [tuple(sorted({lit.lower() for lit in g} if ignorecase else set(g))) for g in groups]
+    return tuple(sorted(set(cleaned), key=lambda g: (-min(len(x) for x in g), len(g), g)))
+
+
+def _sequence_literals(items: list, all_groups: bool = False):
+    """Best any-of literal set for a sequence: the longest plain run, or a required group's set
+    (with all_groups, every usable set of the sequence)."""
+    candidates: list[list[str]] = []
+    run: list[str] = []
+    for op, arg in items:
+        if op == sre_parse.LITERAL:
+            run.append(chr(arg))
+            continue
+        if run:
+            candidates.append(["".join(run)])
+            run = []
+        if op == sre_parse.SUBPATTERN:
+            inner = _sequence_literals(list(arg[-1]))
+            if inner:
+                candidates.append(inner)
+        elif op == sre_parse.BRANCH:
+            branches = [_sequence_literals(list(branch)) for branch in arg[1]]
+            if all(branches):
+                candidates.append([lit for branch in branches for lit in branch])
+        elif op in (sre_parse.MAX_REPEAT, sre_parse.MIN_REPEAT) and arg[0] >= 1:
+            inner = _sequence_literals(list(arg[2]))
+            if inner:
+                candidates.append(inner)
+    if run:
+        candidates.append(["".join(run)])
+    usable = [c for c in candidates if c and min(len(x) for x in c) >= MIN_LITERAL]
+    if all_groups:
+        return usable
+    if not usable:
+        return None
+    return max(usable, key=lambda c: (min(len(x) for x in c), -len(c)))
+
+
+Literal = tuple[str, bool]  # (text, ignorecase)
+
+
+@functools.lru_cache(maxsize=8)
+def _literal_database(literals: frozenset[Literal]):
+    """A Hyperscan database over every literal (compiled once per content revision), or None."""
+    if hyperscan is None or not literals:
+        return None
+    ordered = sorted(literals)
+    try:
+        database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        database.compile(
+            expressions=[re.escape(text).encode("utf-8") for text, _ in ordered],
+            ids=list(range(len(ordered))), elements=len(ordered),
+            flags=[hyperscan.HS_FLAG_SINGLEMATCH | (hyperscan.HS_FLAG_CASELESS if ignorecase else 0)
+                   for _, ignorecase in ordered],
+        )
+    except Exception:  # an engine that cannot compile is an optimisation lost, not an error
+        return None
+    return database, ordered
+
+
+def literals_present(text: str, literals: Iterable[Literal], *, use_hyperscan: bool = True,
+                     encoded: bytes | None = None) -> dict[Literal, int] | None:
+    """Which of `literals` occur in `text`, each with the byte offset where its first occurrence ends,
+    in one pass; None when no fast engine is available."""
+    compiled = _literal_database(frozenset(literals)) if use_hyperscan else None
+    if compiled is None:
+        return None
+    database, ordered = compiled
+    found: dict[Literal, int] = {}
+
+    def on_match(index: int, start: int, end: int, flags: int, context: object) -> None:
+        found.setdefault(ordered[index], end)
+
+    database.scan(encoded if encoded is not None else text.encode("utf-8", errors="replace"), match_event_handler=on_match)
+    return found
+
+
+class TextScanner:
+    """One log text, with the lines of each literal cached so patterns sharing a literal share the work.
+
+    Given the set of all literals any pattern will ask for, the scanner first learns in one pass which
+    of them occur (Hyperscan, when installed), so absent literals cost nothing afterwards.
+    """
+
+    def __init__(self, text: str, literals: Iterable[Literal] = (), *, use_hyperscan: bool = True,
+                 encoded: bytes | None = None) -> None:
+        self.text = text
+        self._lowered: str | None = None
+        self._lines: dict[tuple[str, bool], list[tuple[int, int]]] = {}
+        self._complete: set[tuple[str, bool]] = set()
+        # `encoded`: the UTF-8 bytes of `text` when the caller already has them (saves re-encoding a big log)
+        self._present = literals_present(text, literals, use_hyperscan=use_hyperscan, encoded=encoded) if literals else None
+        # Byte offsets equal character offsets only for ASCII text; then a search can start at the first hit.
+        self._offsets_valid = self._present is not None and text.isascii()
+
+    def _haystack(self, ignorecase: bool) -> str:
+        if not ignorecase:
+            return self.text
+        if self._lowered is None:
+            self._lowered = self.text.lower()
+        return self._lowered
+
+    def lines_with(self, literal: str, ignorecase: bool = False) -> Iterator[tuple[int, int]]:
+        """(start, end) of every line containing `literal`, in order, found lazily and cached as found."""
+        key = (literal, ignorecase)
+        if self._present is not None and key not in self._present:
+            return
+        spans = self._lines.setdefault(key, [])
+        yield from list(spans)
+        if key in self._complete:
+            return
+        haystack = self._haystack(ignorecase)
+        text = self.text
+        find, rfind = haystack.find, text.rfind
+        if spans:
+            pos = find(literal, spans[-1][1])
+        elif self._offsets_valid:
+            pos = find(literal, max(0, self._present[key] - len(literal)))
+        else:
+            pos = find(literal)
+        while pos != -1:
+            start = rfind("\n", 0, pos) + 1
+            end = text.find("\n", pos)
+            if end == -1:
+                end = len(text)
+            spans.append((start, end))
+            yield start, end
+            pos = find(literal, end)
+        self._complete.add(key)
+
+    def present_among(self, literals: Iterable[str]) -> set[str] | None:
+        """Which of these (case-sensitive) literals occur, when the one-pass check ran; else None."""
+        if self._present is None:
+            return None
+        return {lit for lit in literals if (lit, False) in self._present}
+
+    def can_match(self, groups: tuple[tuple[str, ...], ...], ignorecase: bool = False) -> bool:
+        """False when some required literal group has no literal in the text (known only with Hyperscan)."""
+        if self._present is None:
+            return True
+        return all(any((lit, ignorecase) in self._present for lit in group) for group in groups)
+
+    def matches(self, regex: re.Pattern, literals: tuple[str, ...], ignorecase: bool = False) -> Iterator[re.Match]:
+        """The first match of `regex` on each line that can match, in text order (lazily)."""
+        if not literals:
+            yield from regex.finditer(self.text)
+            return
+        if len(literals) == 1:
+            spans: Iterable[tuple[int, int]] = self.lines_with(literals[0], ignorecase)
+        else:
+            spans = sorted({span for lit in literals for span in self.lines_with(lit, ignorecase)})
+        search = regex.search
+        text = self.text
+        for start, end in spans:
+            match = search(text, start, end)
+            if match is not None:
+                yield match
+
+    def last_match(self, regex: re.Pattern, literals: tuple[str, ...], ignorecase: bool = False) -> re.Match | None:
+        """The last line's match, found by searching backwards (progress markers repeat thousands of times)."""
+        haystack = self._haystack(ignorecase)
+        text = self.text
+        best: re.Match | None = None
+        for literal in literals or ("",):
+            if literal and self._present is not None and (literal, ignorecase) not in self._present:
+                continue
+            limit = len(haystack)
+            for _ in range(MAX_BACKWARD_LINES):
+                pos = haystack.rfind(literal, 0, limit)
+                if pos == -1 or (best is not None and pos < best.start()):
+                    break
+                start = text.rfind("\n", 0, pos) + 1
+                end = text.find("\n", pos)
+                match = regex.search(text, start, len(text) if end == -1 else end)
+                if match is not None:
+                    if best is None or match.start() > best.start():
+                        best = match
+                    break
+                limit = start
+                if not literal:
+                    break
+        return best
