@@ -8,10 +8,21 @@ PORT ?= 8000
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 HTMX_VERSION := 2.0.11
 
-.PHONY: run test venv install install-dev migrate content browser bench score clean vendor-htmx
+WORKERS ?= $(shell echo $$(( $$(nproc) * 2 + 1 )))
+
+.PHONY: run serve test venv install install-dev migrate content browser bench score clean vendor-htmx
 
 run: install migrate content
 	$(PY) manage.py runserver $(HOST):$(PORT)
+
+# Production: gunicorn, DEBUG off, static files by WhiteNoise. Needs SECRET_KEY (see README, "Production").
+serve: install
+	@test -n "$$SECRET_KEY" || { echo "make serve: set SECRET_KEY first, e.g. export SECRET_KEY=\$$(python3 -c 'import secrets; print(secrets.token_urlsafe(50))')"; exit 1; }
+	mkdir -p var
+	DEBUG=0 $(PY) manage.py migrate --noinput
+	DEBUG=0 $(PY) manage.py load_content
+	DEBUG=0 $(PY) manage.py collectstatic --noinput --verbosity 0
+	DEBUG=0 $(VENV)/bin/gunicorn config.wsgi --bind $(HOST):$(PORT) --workers $(WORKERS) --access-logfile - --timeout 120
 
 test: install-dev browser
 	$(PY) -m pytest

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_safe, require_POST
 
 from kb.diagnose import diagnosis_json, diagnosis_run
 from kb.log_input import LogTooLarge, NoLog, log_from_request
@@ -15,7 +15,7 @@ from kb.search.index import IndexMissing, search as text_search
 MAX_QUERY_CHARS = 4000
 
 
-@require_GET
+@require_safe
 def case_json(request: HttpRequest, slug: str) -> JsonResponse:
     case = Case.objects.prefetch_related("tags").filter(slug=slug).first()
     if case is None:
@@ -48,7 +48,7 @@ def diagnose(request: HttpRequest) -> JsonResponse:
     return JsonResponse(diagnosis_json(diagnosis_run(sources, top=top)), json_dumps_params={"ensure_ascii": False})
 
 
-@require_GET
+@require_safe
 def search(request: HttpRequest) -> JsonResponse:
     query = request.GET.get("q", "")
     if len(query) > MAX_QUERY_CHARS:

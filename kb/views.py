@@ -7,7 +7,7 @@ import re
 from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponsePermanentRedirect
 from django.shortcuts import render
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_safe, require_http_methods
 
 from kb.diagnose import diagnosis_run
 from kb.log_input import LogTooLarge, NoLog, limit_text, log_from_request
@@ -19,13 +19,13 @@ MAX_QUERY_CHARS = 4000
 _TAG_PARAM_RE = re.compile(r"^(framework|component|phase):([a-z0-9-]+)$")
 
 
-@require_GET
+@require_safe
 def home(request: HttpRequest) -> HttpResponse:
     cases = Case.objects.prefetch_related("tags")
     return render(request, "kb/home.html", {"cases": cases, "limit": limit_text(settings.KB_MAX_LOG_BYTES)})
 
 
-@require_GET
+@require_safe
 def search(request: HttpRequest) -> HttpResponse:
     """/search?q= : a stable, linkable URL. Diagnoses the query text and runs text search on it."""
     query = request.GET.get("q", "")
@@ -66,7 +66,7 @@ def _results(search_text: str, sources: list[tuple[str, bytes]]) -> dict:
     return {"result": diagnosis_view_model(diagnosis), "hits": hits}
 
 
-@require_GET
+@require_safe
 def case_list(request: HttpRequest) -> HttpResponse:
     cases = Case.objects.prefetch_related("tags")
     selected = []
@@ -85,7 +85,7 @@ def case_list(request: HttpRequest) -> HttpResponse:
     return render(request, "kb/case_list.html", context)
 
 
-@require_GET
+@require_safe
 def case_detail(request: HttpRequest, slug: str) -> HttpResponse:
     case = Case.objects.prefetch_related("tags").filter(slug=slug).first()
     if case is None:
