@@ -1,0 +1,109 @@
+"""Hostile input is diagnosed in bounded time, and random input never raises.
+
+Regression guard for regex backtracking: every signature of every case runs against long adversarial
+lines built from its own examples.
+"""
+import re
+import time
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+
+from kb.content.cases import case_files_read
+from kb.content.frontmatter import FrontMatterError, front_matter_split
+from kb.content.schema import case_front_matter_check
+from kb.diagnosis.engine import log_diagnose
+from kb.diagnosis.signatures import signatures_compile
+from kb.search.analysis import query_terms
+
+DOCS = case_files_read(Path(settings.CONTENT_DIR))[0]
+SIGNATURES = signatures_compile([{"slug": d.slug, "signatures": d.meta["signatures"]} for d in DOCS])
+ALL_SIGNATURES = [(d.slug, s) for d in DOCS for s in d.meta["signatures"]]
+
+
+def adversarial_lines(example: str) -> list[str]:
+    """Long lines that keep a pattern's prefix matching for as long as possible, then fail."""
+    head = example[: max(1, len(example) // 2)]
+    return [
+        head + " " * 200_000 + "x",
+        (head + ", ") * 2_000,
+        example.replace(" ", "  " * 500),
+        example[:-1] * 300,
+    ]
+
+
+@pytest.mark.parametrize("slug, signature", ALL_SIGNATURES, ids=[f"{slug}:{s['id']}" for slug, s in ALL_SIGNATURES])
+def test_every_signature_stays_fast_on_adversarial_lines(slug, signature):
+    flags = re.IGNORECASE if "ignorecase" in (signature.get("flags") or []) else 0
+    regex = re.compile(signature["pattern"], flags)
+    for line in adversarial_lines(signature["examples"][0]):
+        started = time.perf_counter()
+        regex.search(line)
+        assert time.perf_counter() - started < 1.0, f"{slug}:{signature['id']} backtracks on a long line"
+
+
+@pytest.mark.parametrize("name, data", [
+    ("one 5 MB line", b"NCCL INFO " + b"a" * 5_000_000),
+    ("100000 blank lines", b"\n" * 100_000),
+    ("binary garbage", bytes(range(256)) * 20_000),
+    ("repetitive watchdog text", b"Watchdog caught collective operation timeout: WorkNCCL(SeqNum=" * 50_000),
+])
+def test_hostile_logs_are_diagnosed_in_bounded_time(name, data):
+    started = time.perf_counter()
+    log_diagnose([("log", data)], SIGNATURES)
+    assert time.perf_counter() - started < 10, name
+
+
+@hsettings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=4000))
+def test_diagnosis_never_raises_on_random_bytes(data):
+    result = log_diagnose([("log", data)], SIGNATURES)
+    assert all(0 <= m.confidence <= 1 for m in result.matches)
+
+
+@hsettings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from([ex for _, s in ALL_SIGNATURES for ex in s["examples"]]), max_size=6),
+       st.text(max_size=200))
+def test_diagnosis_of_shuffled_real_lines_with_noise_never_raises(lines, noise):
+    text = "\n".join(lines + [noise])
+    result = log_diagnose([("log", text.encode("utf-8", "surrogatepass"))], SIGNATURES)
+    expected_lines = text.count("\n") + (0 if not text or text.endswith("\n") else 1)
+    assert result.stats["lines"] == expected_lines
+
+
+@hsettings(max_examples=100, deadline=None)
+@given(st.text(max_size=500))
+def test_query_building_never_raises(text):
+    assert all(isinstance(term, str) and term for term in query_terms(text))
+
+
+@hsettings(max_examples=100, deadline=None)
+@given(st.text(max_size=600))
+def test_front_matter_parsing_gives_a_line_or_a_result(text):
+    try:
+        parsed = front_matter_split("---\n" + text + "\n---\nbody\n")
+    except FrontMatterError as err:
+        assert err.line >= 1
+    else:
+        for path, message in case_front_matter_check(parsed.data):
+            assert parsed.line_of(path) >= 1 and message
+
+
+@hsettings(max_examples=60, deadline=None)
+@given(st.data())
+def test_mutated_real_case_files_give_line_numbered_errors_or_load(data):
+    doc = DOCS[data.draw(st.integers(0, len(DOCS) - 1))]
+    text = (Path(settings.BASE_DIR) / doc.path).read_text(encoding="utf-8")
+    front = text.split("\n---\n", 1)[0]
+    position = data.draw(st.integers(0, len(front)))
+    insert = data.draw(st.sampled_from([":", "- ", "  ", "\n", "[", "{", "'", '"', "&a", "*a", "!!python/object:os.system ''", "\t"]))
+    mutated = text[:position] + insert + text[position:]
+    try:
+        parsed = front_matter_split(mutated)
+    except FrontMatterError as err:
+        assert 1 <= err.line <= mutated.count("\n") + 1
+    else:
+        for path, message in case_front_matter_check(parsed.data):
+            assert parsed.line_of(path) >= 1 and message
