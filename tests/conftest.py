@@ -1,8 +1,19 @@
 """Session set-up shared by every test: the real content/ is loaded once into the test database, with the
 search index built in a temporary directory so tests never touch var/."""
+import os
+
 import pytest
 from django.conf import settings
 from django.core.management import call_command
+from hypothesis import HealthCheck, settings as hypothesis_settings
+
+# Property tests: a bounded run for every `make test`, and a long one on demand:
+#   HYPOTHESIS_PROFILE=long .venv/bin/python -m pytest tests/kb/test_hostile_input.py
+hypothesis_settings.register_profile("ci", max_examples=60, deadline=None,
+                                     suppress_health_check=[HealthCheck.too_slow])
+hypothesis_settings.register_profile("long", max_examples=5000, deadline=None,
+                                     suppress_health_check=[HealthCheck.too_slow])
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import given, strategies as st
 
 from kb.content.cases import case_files_read
 from kb.content.frontmatter import FrontMatterError, front_matter_split
@@ -56,14 +56,12 @@ def test_hostile_logs_are_diagnosed_in_bounded_time(name, data):
     assert time.perf_counter() - started < 10, name
 
 
-@hsettings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=4000))
 def test_diagnosis_never_raises_on_random_bytes(data):
     result = log_diagnose([("log", data)], SIGNATURES)
     assert all(0 <= m.confidence <= 1 for m in result.matches)
 
 
-@hsettings(max_examples=60, deadline=None)
 @given(st.lists(st.sampled_from([ex for _, s in ALL_SIGNATURES for ex in s["examples"]]), max_size=6),
        st.text(max_size=200))
 def test_diagnosis_of_shuffled_real_lines_with_noise_never_raises(lines, noise):
@@ -73,13 +71,11 @@ def test_diagnosis_of_shuffled_real_lines_with_noise_never_raises(lines, noise):
     assert result.stats["lines"] == expected_lines
 
 
-@hsettings(max_examples=100, deadline=None)
 @given(st.text(max_size=500))
 def test_query_building_never_raises(text):
     assert all(isinstance(term, str) and term for term in query_terms(text))
 
 
-@hsettings(max_examples=100, deadline=None)
 @given(st.text(max_size=600))
 def test_front_matter_parsing_gives_a_line_or_a_result(text):
     try:
@@ -91,7 +87,6 @@ def test_front_matter_parsing_gives_a_line_or_a_result(text):
             assert parsed.line_of(path) >= 1 and message
 
 
-@hsettings(max_examples=60, deadline=None)
 @given(st.data())
 def test_mutated_real_case_files_give_line_numbered_errors_or_load(data):
     doc = DOCS[data.draw(st.integers(0, len(DOCS) - 1))]

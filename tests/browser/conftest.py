@@ -1,0 +1,74 @@
+"""Real-browser fixtures: Debian's chromium driven by Playwright against pytest-django's live server.
+
+live_server makes each test transactional, and Django empties the test database after such a test.
+The content the rest of the suite expects is therefore loaded again after this folder's tests.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+from urllib.parse import urlsplit
+
+import pytest
+from django.core.management import call_command
+
+from kb.models import Case
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@dataclass
+class BrowserPage:
+    page: object  # playwright.sync_api.Page
+    base_url: str
+    console_errors: list[str] = field(default_factory=list)  # JavaScript errors and CSP violations
+    failed_responses: list[tuple[int, str]] = field(default_factory=list)  # (status, path) of every 4xx/5xx
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _content_reloaded_after_flush(django_db_blocker) -> Iterator[None]:
+    yield
+    with django_db_blocker.unblock():
+        call_command("load_content", verbosity=0)
+
+
+@pytest.fixture
+def content_in_db(transactional_db) -> None:
+    """An earlier browser test's flush may have emptied the database: load the cases again if so."""
+    if not Case.objects.exists():
+        call_command("load_content", verbosity=0)
+
+
+def _launch(live_server, javascript: bool) -> Iterator[BrowserPage]:
+    if not CHROMIUM.exists():
+        pytest.skip("chromium is not installed: apt-get install -y chromium (make test does it)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        context = browser.new_context(accept_downloads=True, java_script_enabled=javascript)
+        page = context.new_page()
+        result = BrowserPage(page=page, base_url=live_server.url)
+        page.on("console", lambda message: result.console_errors.append(message.text)
+                if message.type == "error" and not message.text.startswith("Failed to load resource") else None)
+        page.on("response", lambda response: result.failed_responses.append((response.status, urlsplit(response.url).path))
+                if response.status >= 400 else None)
+        page.on("pageerror", lambda error: result.console_errors.append(str(error)))
+        try:
+            yield result
+        finally:
+            context.close()
+            browser.close()
+
+
+@pytest.fixture
+def browser_page(content_in_db, live_server) -> Iterator[BrowserPage]:
+    yield from _launch(live_server, javascript=True)
+
+
+@pytest.fixture
+def browser_page_without_js(content_in_db, live_server) -> Iterator[BrowserPage]:
+    yield from _launch(live_server, javascript=False)

@@ -1,0 +1,98 @@
+"""Hand-off from log diagnosis: facts answer the questions they can, and the wizard skips those."""
+from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+from django.conf import settings
+
+from kb.diagnose import diagnosis_run
+from troubleshooter.engine import tree_step
+from troubleshooter.facts import answers_from_facts, version_tuple
+from troubleshooter.links import wizard_url_for_facts
+
+FIXTURE_LOGS = Path(settings.BASE_DIR) / "tests" / "fixtures" / "logs"
+
+
+@pytest.fixture(scope="module")
+def tree(library):
+    return library.trees["hang"]
+
+
+def test_the_stage_answers_when_the_job_stops(tree):
+    assert answers_from_facts(tree, {"stage": "compiling and loading fused kernels"})["when"] == "compile"
+    assert answers_from_facts(tree, {"stage": "creating trainer"})["when"] == "trainer"
+
+
+def test_the_launcher_answers_the_launcher_question(tree):
+    assert answers_from_facts(tree, {"launcher": "srun"})["launcher"] == "srun"
+
+
+@pytest.mark.parametrize("version, answer", [
+    ("2.1.2", "lt-2.2"), ("2.2.0", "2.2-2.4"), ("2.3.1+cu121", "2.2-2.4"), ("2.4.1", "2.2-2.4"),
+    ("2.5.0", "ge-2.5"), ("2.7.0a0+git1234", "ge-2.5"), ("1.13.1", "lt-2.2"),
+])
+def test_the_pytorch_version_falls_into_its_range(tree, version, answer):
+    assert answers_from_facts(tree, {"torch_version": version})["torch"] == answer
+
+
+def test_the_transformer_engine_version_picks_the_bootstrap_branch(tree):
+    assert answers_from_facts(tree, {"te_version": "1.7"})["te-version"] == "lt-1.9"
+    assert answers_from_facts(tree, {"te_version": "1.12.0"})["te-version"] == "ge-1.9"
+
+
+def test_collectives_of_one_family_answer_that_family(tree):
+    """FSDP ranks split between _ALLGATHER_BASE and _REDUCE_SCATTER_BASE are one rank behind, not a code desync."""
+    assert answers_from_facts(tree, {"op_type": ["_ALLGATHER_BASE", "_REDUCE_SCATTER_BASE"]})["train-log"] == "allgather"
+
+
+def test_unrelated_collectives_on_different_ranks_answer_mixed(tree):
+    assert answers_from_facts(tree, {"op_type": ["ALLREDUCE", "BROADCAST"]})["train-log"] == "mixed"
+
+
+def test_the_first_framework_in_the_mapping_order_wins(tree):
+    answers = answers_from_facts(tree, {"frameworks": ["hf-accelerate", "peft", "megatron-lm"]})
+    assert answers["framework"] == "megatron"
+    assert answers_from_facts(tree, {"frameworks": ["autotrain-advanced", "hf-accelerate"]})["framework"] == "autotrain"
+
+
+def test_facts_that_answer_nothing_are_left_out(tree):
+    assert answers_from_facts(tree, {"stage": "reading tea leaves", "launcher": "", "torch_version": "unknown",
+                                     "interfaces": ["eth0"], "timeout_ms": 600000}) == {}
+
+
+def test_version_text_is_read_up_to_the_first_non_number():
+    assert version_tuple("2.3.1+cu121") == (2, 3, 1)
+    assert version_tuple("v1.9") == (1, 9)
+    assert version_tuple("nightly") is None
+
+
+def test_prefilled_answers_skip_the_questions_the_log_answered(tree):
+    facts = {"stage": "creating trainer", "op_type": "BROADCAST", "frameworks": ["autotrain-advanced"],
+             "launcher": "accelerate", "kernel_version": "5.4.0"}
+    step = tree_step(tree, answers_from_facts(tree, facts))
+    assert step.question.id == "trainer-link"
+    assert [a.question.id for a in step.path] == ["when", "trainer-log", "trainer-framework"]
+
+
+@pytest.mark.django_db
+def test_the_wizard_url_for_facts_opens_at_the_first_unanswered_question(client, loaded_content):
+    url = wizard_url_for_facts({"stage": "userbuffers setup", "launcher": "mpirun",
+                                "frameworks": ["megatron-lm", "transformer-engine"]})
+    assert urlsplit(url).path == "/troubleshoot/hang/"
+    answers = dict(parse_qsl(urlsplit(url).query))
+    assert {"when": "init", "init-log": "userbuffers", "launcher": "mpirun", "framework": "megatron"}.items() <= answers.items()
+    # Questions off today's path are answered too, so changing an earlier answer still skips them.
+    assert answers["compile-what"] == "megatron"
+    assert [k for k, _ in parse_qsl(urlsplit(url).query)] == sorted(k for k, _ in parse_qsl(urlsplit(url).query))
+    page = client.get(url).content.decode()
+    assert "Which TransformerEngine version does the job use?" in page
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("log", sorted(p.name for p in FIXTURE_LOGS.glob("*.log")))
+def test_a_real_diagnosis_hands_off_to_a_working_wizard_page(client, loaded_content, log):
+    """The facts the diagnosis engine reads from a real log make a wizard URL that answers 200."""
+    diagnosis = diagnosis_run([(log, (FIXTURE_LOGS / log).read_bytes())])
+    url = wizard_url_for_facts(diagnosis.facts)
+    response = client.get(url)
+    assert response.status_code == 200, (url, response.content[:500])

@@ -1,0 +1,236 @@
+"""Wizard pages through the Django test client, as plain pages and as htmx partials."""
+from __future__ import annotations
+
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+import html5lib
+import pytest
+
+from tests.kb.html_checks import assert_valid_html, element_ids
+from troubleshooter.engine import tree_step
+
+pytestmark = pytest.mark.django_db
+
+IFNAME = {"when": "init", "init-log": "iface", "launcher": "mpirun", "iface": "eth0", "container": "docker"}
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+def url(answers: dict[str, str]) -> str:
+    return "/troubleshoot/hang/?" + urlencode(sorted(answers.items()))
+
+
+def assert_valid_fragment(content: bytes) -> None:
+    html5lib.HTMLParser(strict=True, namespaceHTMLElements=False).parseFragment(content.decode())
+
+
+def elements(content: bytes, tag: str | None = None) -> list:
+    tree = html5lib.parse(content, namespaceHTMLElements=False)
+    return [el for el in tree.iter() if tag is None or el.tag == tag]
+
+
+@pytest.fixture(autouse=True)
+def _content(loaded_content):
+    """Every page here shows case titles from the database."""
+
+
+def test_the_index_offers_every_tree_and_its_starting_points(client):
+    response = client.get("/troubleshoot/")
+    assert response.status_code == 200
+    assert_valid_html(response.content)
+    hrefs = {a.get("href") for a in elements(response.content, "a")}
+    assert "/troubleshoot/hang/" in hrefs
+    for start in ("launch", "init", "compile", "trainer", "training", "every-job"):
+        assert f"/troubleshoot/hang/?when={start}" in hrefs
+
+
+def test_the_first_step_is_a_full_page_with_a_live_region(client):
+    response = client.get("/troubleshoot/hang/")
+    assert response.status_code == 200
+    assert_valid_html(response.content)
+    region = next(el for el in elements(response.content, "div") if el.get("id") == "wizard-step")
+    assert region.get("aria-live") == "polite"
+    assert "step-focus" in element_ids(response.content)
+    assert b"When does the job stop making progress?" in response.content
+
+
+def test_an_htmx_request_gets_only_the_step_panel(client):
+    response = client.get(url({"when": "init"}), **HTMX)
+    assert response.status_code == 200
+    assert not response.content.lstrip().startswith(b"<!DOCTYPE")
+    assert b"<html" not in response.content and b'id="wizard-step"' not in response.content
+    assert response.content.lstrip().startswith(b'<div class="step"')
+    assert_valid_fragment(response.content)
+    assert b"What does the log show during initialisation?" in response.content
+
+
+def test_an_htmx_history_restore_gets_the_full_page(client):
+    response = client.get(url({"when": "init"}), HTTP_HX_REQUEST="true", HTTP_HX_HISTORY_RESTORE_REQUEST="true")
+    assert b"<html" in response.content
+
+
+def test_full_and_partial_responses_vary_on_the_htmx_header(client):
+    assert "HX-Request" in client.get(url({"when": "init"}))["Vary"]
+
+
+@pytest.mark.parametrize("answers", [{}, {"when": "init"}, {"when": "init", "init-log": "iface", "launcher": "mpirun"}, IFNAME])
+def test_every_htmx_element_is_also_a_plain_link_or_form(client, answers):
+    for element in elements(client.get(url(answers)).content):
+        if element.get("hx-get") is None:
+            continue
+        plain = element.get("href") if element.tag == "a" else element.get("action")
+        assert plain == element.get("hx-get"), element.attrib
+        assert element.get("hx-target") == "#wizard-step" and element.get("hx-swap") == "innerHTML"
+        assert element.get("hx-push-url") == "true"
+
+
+@pytest.mark.parametrize("answers", [{}, {"when": "init", "init-log": "iface", "launcher": "mpirun"}, IFNAME])
+def test_pages_carry_no_inline_script_style_or_hx_on(client, answers):
+    for partial in (False, True):
+        content = client.get(url(answers), **(HTMX if partial else {})).content
+        for element in elements(content) if not partial else []:
+            assert element.get("style") is None
+            if element.tag == "script":
+                assert element.get("src") and not (element.text or "").strip()
+        assert b" style=" not in content and b"hx-on" not in content and b"<script" not in content.split(b"</head>")[-1]
+
+
+def test_links_carry_the_answers_sorted_so_equal_states_share_a_url(client):
+    page = client.get(url({"when": "init", "init-log": "iface"}))
+    for a in elements(page.content, "a"):
+        query = urlsplit(a.get("href") or "").query
+        keys = [k for k, _ in parse_qsl(query)]
+        assert keys == sorted(keys)
+
+
+def test_the_value_form_sends_every_answer_in_sorted_order(client):
+    page = client.get(url({"when": "init", "init-log": "iface", "launcher": "mpirun"}))
+    form = next(el for el in elements(page.content, "form") if "value-form" in (el.get("class") or ""))
+    names = [el.get("name") for el in form.iter() if el.tag == "input"]
+    assert names == ["iface", "init-log", "launcher", "when"]
+    assert form.get("method") == "get" and form.get("action") == "/troubleshoot/hang/"
+
+
+def test_every_earlier_answer_has_a_link_to_change_it(client):
+    page = client.get(url(IFNAME))
+    changes = [a for a in elements(page.content, "a") if "answer-change" in (a.get("class") or "")]
+    assert len(changes) == len(IFNAME)
+    for link in changes:
+        answers = dict(parse_qsl(urlsplit(link.get("href")).query))
+        missing = set(IFNAME) - set(answers)
+        assert len(missing) == 1, "a change link removes exactly the answer it changes"
+        assert all(answers[k] == IFNAME[k] for k in answers), "and keeps every other answer"
+
+
+def test_changing_an_earlier_answer_keeps_the_later_ones(client):
+    without = {k: v for k, v in IFNAME.items() if k != "launcher"}
+    page = client.get(url(without)).content.decode()
+    assert "How do you start the ranks?" in page
+    torchrun = next(a.get("href") for a in elements(page.encode(), "a") if "torchrun" in (a.text or ""))
+    assert dict(parse_qsl(urlsplit(torchrun).query)) == {**without, "launcher": "torchrun"}
+    leaf = client.get(torchrun)
+    assert b"NCCL uses a network interface" in leaf.content and b"--mca" not in leaf.content
+
+
+def test_every_step_has_a_restart_link(client):
+    for answers in ({"when": "init"}, IFNAME):
+        assert "/troubleshoot/hang/" in {a.get("href") for a in elements(client.get(url(answers)).content, "a")}
+
+
+def test_the_leaf_page_links_the_case_and_its_exact_fix_steps(client):
+    page = client.get(url(IFNAME))
+    assert page.status_code == 200
+    hrefs = [a.get("href") for a in elements(page.content, "a")]
+    assert "/kb/nccl-socket-ifname-wrong-interface/" in hrefs
+    for number in range(1, 7):
+        assert f"/kb/nccl-socket-ifname-wrong-interface/#fix-{number}" in hrefs
+    case_ids = element_ids(client.get("/kb/nccl-socket-ifname-wrong-interface/").content)
+    assert {f"fix-{n}" for n in range(1, 7)} <= case_ids
+
+
+def test_the_leaf_page_shows_the_highlighted_script_a_copy_button_and_a_download(client):
+    page = client.get(url(IFNAME))
+    content = page.content.decode()
+    assert '<div class="highlight"><pre>' in content
+    assert "#!/usr/bin/env bash" in content
+    button = next(el for el in elements(page.content, "button") if "copy-script" in (el.get("class") or ""))
+    assert button.get("hidden") is not None, "without JavaScript the copy button stays hidden"
+    download = next(a for a in elements(page.content, "a") if a.get("download") is not None)
+    assert download.get("href") == "/troubleshoot/hang/fix.sh?" + urlencode(sorted(IFNAME.items()))
+
+
+def test_the_download_is_the_script_shown_on_the_page(client):
+    page = client.get(url(IFNAME)).content.decode()
+    response = client.get("/troubleshoot/hang/fix.sh?" + urlencode(sorted(IFNAME.items())))
+    assert response.status_code == 200
+    assert response["Content-Type"] == "text/x-shellscript"
+    assert response["Content-Disposition"] == 'attachment; filename="fix.sh"'
+    script = response.content.decode()
+    assert script.startswith("#!/usr/bin/env bash\n")
+    assert "# Case:      http://testserver/kb/nccl-socket-ifname-wrong-interface/" in script
+    assert "# Made by:   http://testserver/troubleshoot/hang/?" in script
+    text_on_page = "".join(next(el for el in elements(page.encode(), "pre")).itertext())
+    assert text_on_page == script
+
+
+def test_the_script_header_names_the_content_revision(client, settings):
+    from kb.content.cases import content_revision
+    script = client.get("/troubleshoot/hang/fix.sh?" + urlencode(sorted(IFNAME.items()))).content.decode()
+    assert f"# Content revision: {content_revision(settings.CONTENT_DIR)}" in script
+
+
+def test_every_question_and_every_leaf_renders_as_valid_html(client, library):
+    """One state per leaf, and every prefix of it: every question page and every diagnosis page."""
+    from troubleshooter.engine import tree_walk
+    tree = library.trees["hang"]
+    seen_leaves, seen_questions = set(), set()
+    for state in tree_walk(tree):
+        leaf = tree_step(tree, state).leaf.id
+        if leaf in seen_leaves:
+            continue
+        seen_leaves.add(leaf)
+        path = [a.question.id for a in tree_step(tree, state).path]
+        for cut in range(len(path) + 1):
+            answers = {k: state[k] for k in path[:cut]}
+            step = tree_step(tree, answers)
+            key = step.question.id if step.question else step.leaf.id
+            if key in seen_questions:
+                continue
+            seen_questions.add(key)
+            for partial in (False, True):
+                response = client.get(url(answers), **(HTMX if partial else {}))
+                assert response.status_code == 200, (answers, response.content[:300])
+                (assert_valid_fragment if partial else assert_valid_html)(response.content)
+    assert seen_leaves == {leaf.id for leaf in tree.leaves()}
+
+
+@pytest.mark.parametrize("query, message", [
+    ("nosuch=1", "not a question in this troubleshooter"),
+    ("when=yesterday", "is not one of the answers"),
+    ("when=init&when=launch", "is answered 2 times"),
+    ("leaf-ifname=1", "a diagnosis, not a question"),
+    ("iface=eth0%3Bid", "That is not valid here"),
+])
+def test_a_tampered_state_is_a_400_with_a_message(client, query, message):
+    for partial in (False, True):
+        response = client.get(f"/troubleshoot/hang/?{query}", **(HTMX if partial else {}))
+        assert response.status_code == 400
+        assert message in response.content.decode()
+        (assert_valid_fragment if partial else assert_valid_html)(response.content)
+
+
+def test_a_bad_free_value_asks_the_question_again_with_the_value_marked(client):
+    response = client.get(url({**IFNAME, "iface": "eth0 eth1"}))
+    assert response.status_code == 400
+    field = next(el for el in elements(response.content, "input") if el.get("name") == "iface")
+    assert field.get("aria-invalid") == "true" and field.get("value") == "eth0 eth1"
+
+
+def test_an_unknown_tree_is_a_404(client):
+    assert client.get("/troubleshoot/no-such-tree/").status_code == 404
+    assert client.get("/troubleshoot/no-such-tree/fix.sh").status_code == 404
+
+
+def test_a_script_for_an_unfinished_state_is_a_400_naming_the_next_question(client):
+    response = client.get("/troubleshoot/hang/fix.sh?when=init")
+    assert response.status_code == 400
+    assert b"What does the log show during initialisation?" in response.content
