@@ -50,6 +50,8 @@ def _launch(live_server, javascript: bool) -> Iterator[BrowserPage]:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         context = browser.new_context(accept_downloads=True, java_script_enabled=javascript)
+        if javascript:
+            context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
         page = context.new_page()
         result = BrowserPage(page=page, base_url=live_server.url)
         page.on("console", lambda message: result.console_errors.append(message.text)

@@ -1,7 +1,6 @@
 """The wizard in a real browser, keyboard only: htmx swaps, focus, Back/Forward, changing an answer, download."""
 from __future__ import annotations
 
-from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
@@ -83,12 +82,10 @@ def test_walk_the_wizard_with_the_keyboard_only(browser_page, tmp_path):
     assert "NCCL uses a network interface" in page.title()
 
     page.go_back()
-    page.wait_for_function("() => document.querySelector('#step-focus') && "
-                           "document.querySelector('#step-focus').textContent.includes('Where do the ranks run?')")
+    expect_focused_heading(page, "Where do the ranks run?")
     assert "container" not in answers(page)
     page.go_forward()
-    page.wait_for_function("() => document.querySelector('#step-focus') && "
-                           "document.querySelector('#step-focus').textContent.includes('NCCL uses a network interface')")
+    expect_focused_heading(page, "NCCL uses a network interface that does not reach the other nodes")
 
     page.focus("#step-focus")
     tab_to(page, lambda a: a["tag"] == "A" and a["text"].startswith("Change") and "How do you start the ranks?" in a["text"])
@@ -103,6 +100,12 @@ def test_walk_the_wizard_with_the_keyboard_only(browser_page, tmp_path):
     script = page.inner_text("#fix-script pre")
     assert "export NCCL_SOCKET_IFNAME='=eth0'" in script and "--mca" not in script
 
+    tab_to(page, lambda a: a["tag"] == "BUTTON" and a["text"] == "Copy script")
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => document.querySelector('.copy-status').textContent.includes('Copied')")
+    assert page.evaluate("() => navigator.clipboard.readText()") == page.inner_text("#fix-script pre")
+
+    page.focus("#step-focus")
     tab_to(page, link_starting("Download fix.sh"))
     with page.expect_download() as download_info:
         page.keyboard.press("Enter")

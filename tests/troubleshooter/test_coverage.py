@@ -2,6 +2,7 @@
 import pytest
 
 from troubleshooter.engine import tree_step, tree_walk
+from troubleshooter.rules import RULES
 
 REQUIRED_CASES = [
     "megatron-fused-kernel-compile-hang", "llama3-fsdp-allgather-timeout",
@@ -44,7 +45,6 @@ def test_every_leaf_is_reachable(library):
 
 
 def test_every_value_question_has_a_rule_and_an_example_that_passes_it(library):
-    from troubleshooter.rules import RULES
     for tree in library.trees.values():
         for question in tree.questions():
             if question.kind == "value":

@@ -7,7 +7,8 @@ import html5lib
 import pytest
 
 from tests.kb.html_checks import assert_valid_html, element_ids
-from troubleshooter.engine import tree_step
+from kb.content.cases import content_revision
+from troubleshooter.engine import tree_step, tree_walk
 
 pytestmark = pytest.mark.django_db
 
@@ -173,14 +174,12 @@ def test_the_download_is_the_script_shown_on_the_page(client):
 
 
 def test_the_script_header_names_the_content_revision(client, settings):
-    from kb.content.cases import content_revision
     script = client.get("/troubleshoot/hang/fix.sh?" + urlencode(sorted(IFNAME.items()))).content.decode()
     assert f"# Content revision: {content_revision(settings.CONTENT_DIR)}" in script
 
 
 def test_every_question_and_every_leaf_renders_as_valid_html(client, library):
     """One state per leaf, and every prefix of it: every question page and every diagnosis page."""
-    from troubleshooter.engine import tree_walk
     tree = library.trees["hang"]
     seen_leaves, seen_questions = set(), set()
     for state in tree_walk(tree):
