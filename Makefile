@@ -10,7 +10,7 @@ HTMX_VERSION := 2.0.11
 
 WORKERS ?= $(shell echo $$(( $$(nproc) * 2 + 1 )))
 
-.PHONY: run serve test venv install install-dev migrate content browser bench score clean vendor-htmx
+.PHONY: run serve loadtest test venv install install-dev migrate content browser bench score clean vendor-htmx
 
 run: install migrate content
 	$(PY) manage.py runserver $(HOST):$(PORT)
@@ -61,6 +61,10 @@ browser:
 
 bench: install content
 	$(PY) manage.py bench
+
+# Serves with gunicorn on loopback and runs a bounded mixed load with wrk (installed from apt if missing).
+loadtest: install
+	bash tests/load/run.sh
 
 score: install content
 	$(PY) ../shared/eval-dev/score.py ../shared/eval-dev --project . -v

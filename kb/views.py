@@ -11,9 +11,10 @@ from django.views.decorators.http import require_safe, require_http_methods
 
 from kb.diagnose import diagnosis_run
 from kb.log_input import LogTooLarge, NoLog, limit_text, log_from_request
-from kb.models import Alias, Case, Tag
+from kb.models import Alias, Case, ContentState, Tag
 from kb.search.index import IndexMissing, search as text_search
 from kb.presentation import diagnosis_view_model
+from troubleshooter.links import wizard_url_for_facts
 
 MAX_QUERY_CHARS = 4000
 _TAG_PARAM_RE = re.compile(r"^(framework|component|phase):([a-z0-9-]+)$")
@@ -22,7 +23,9 @@ _TAG_PARAM_RE = re.compile(r"^(framework|component|phase):([a-z0-9-]+)$")
 @require_safe
 def home(request: HttpRequest) -> HttpResponse:
     cases = Case.objects.prefetch_related("tags")
-    return render(request, "kb/home.html", {"cases": cases, "limit": limit_text(settings.KB_MAX_LOG_BYTES)})
+    state = ContentState.objects.first()
+    return render(request, "kb/home.html", {"cases": cases, "limit": limit_text(settings.KB_MAX_LOG_BYTES),
+                                            "revision": state.revision if state else ""})
 
 
 @require_safe
@@ -63,7 +66,8 @@ def _results(search_text: str, sources: list[tuple[str, bytes]]) -> dict:
         hits = text_search(search_text, index_dir=settings.SEARCH_INDEX_DIR, limit=5)
     except IndexMissing:
         hits = []
-    return {"result": diagnosis_view_model(diagnosis), "hits": hits}
+    wizard_url = wizard_url_for_facts(diagnosis.facts) if diagnosis.facts else None
+    return {"result": diagnosis_view_model(diagnosis), "hits": hits, "wizard_url": wizard_url}
 
 
 @require_safe

@@ -109,9 +109,14 @@ def search(text: str, *, index_dir: Path, limit: int = 10) -> list[SearchHit]:
     current = index_dir / "current"
     if not current.exists():
         raise IndexMissing(f"no search index at {current}")
-    ix = _open(str(current.resolve()))
+    return list(_search_built(str(current.resolve()), tuple(terms), limit))
+
+
+@functools.lru_cache(maxsize=512)
+def _search_built(build_dir: str, terms: tuple[str, ...], limit: int) -> tuple[SearchHit, ...]:
+    """Results for one built index: a rebuild has a new directory, so cached answers never go stale.
+    Wiki links repeat the same queries; each costs Whoosh a few milliseconds only once per worker."""
     query = Or([Term(field, term, boost=boost) for term in terms for field, boost in FIELD_BOOSTS.items()])
-    with ix.searcher(weighting=BM25F()) as searcher:
-        results = searcher.search(query, limit=limit)
-        return [SearchHit(slug=r["slug"], title=r["title"], summary=r["summary"], score=round(r.score, 3))
-                for r in results]
+    with _open(build_dir).searcher(weighting=BM25F()) as searcher:
+        return tuple(SearchHit(slug=r["slug"], title=r["title"], summary=r["summary"], score=round(r.score, 3))
+                     for r in searcher.search(query, limit=limit))

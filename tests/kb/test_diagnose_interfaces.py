@@ -110,3 +110,11 @@ def test_pasted_html_comes_back_escaped(client, payload):
 def test_binary_garbage_is_diagnosed_without_error(client):
     response = client.post("/api/diagnose", data=bytes(range(256)) * 400, content_type="application/octet-stream")
     assert response.status_code == 200 and response.json()["matches"] == []
+
+
+def test_results_hand_the_facts_to_the_troubleshooter(client):
+    page = client.post("/diagnose", {"log": (LOGS / "barrier_rank0_silent_torch23.log").read_text()}).content.decode()
+    assert "Continue in the troubleshooter with these facts" in page
+    link = page.split('class="button" href="', 1)[1].split('"', 1)[0]
+    assert link.startswith("/troubleshoot/") and "launcher=" in link
+    assert client.get(link.replace("&amp;", "&")).status_code == 200

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# `make loadtest`: serve with gunicorn on loopback and run a bounded mixed load with wrk.
+# Prints requests/s, p50, p99 and the error count. Traffic goes to 127.0.0.1 only.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PORT="${KB_LOAD_PORT:-8199}"
+CONNECTIONS="${KB_LOAD_CONNECTIONS:-32}"
+DURATION="${KB_LOAD_DURATION:-30s}"
+WORK="$(mktemp -d)"
+SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+command -v wrk >/dev/null || { $SUDO apt-get update -qq >/dev/null; $SUDO apt-get install -y -qq wrk >/dev/null; }
+
+export SECRET_KEY="loadtest-$(date +%s)-$RANDOM" SECURE_SSL_REDIRECT=0 PORT HOST=127.0.0.1
+make serve > "$WORK/serve.log" 2>&1 &
+SERVER=$!
+trap 'kill $SERVER 2>/dev/null; pkill -f "gunicorn config.wsgi --bind 127.0.0.1:$PORT" 2>/dev/null || true; rm -rf "$WORK"' EXIT
+for _ in $(seq 1 120); do
+  curl -fs -o /dev/null "http://127.0.0.1:$PORT/" && break
+  sleep 1
+done
+curl -fs -o /dev/null "http://127.0.0.1:$PORT/" || { echo "server did not start:"; tail -20 "$WORK/serve.log"; exit 1; }
+
+.venv/bin/python manage.py loadtest_inputs --paths "$WORK/paths.txt" --log "$WORK/load-1mb.log" >/dev/null
+KB_LOAD_PATHS="$WORK/paths.txt" KB_LOAD_LOG="$WORK/load-1mb.log" \
+  wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --timeout 10s --latency -s tests/load/mixed.lua "http://127.0.0.1:$PORT" > "$WORK/wrk.txt"
+cat "$WORK/wrk.txt"
+.venv/bin/python - "$WORK/wrk.txt" "$CONNECTIONS" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+rps = re.search(r"Requests/sec:\s+([\d.]+)", text).group(1)
+p50 = re.search(r"^\s+50%\s+(\S+)", text, re.M).group(1)
+p99 = re.search(r"^\s+99%\s+(\S+)", text, re.M).group(1)
+non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+socket = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
+errors = (int(non2xx.group(1)) if non2xx else 0) + (sum(map(int, socket.groups())) if socket else 0)
+print(f"loadtest: {sys.argv[2]} connections, {rps} requests/s, p50 {p50}, p99 {p99}, errors {errors}")
+PY
