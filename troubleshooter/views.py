@@ -18,6 +18,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import BashLexer
 
 from kb.content.cases import content_revision
+from kb.content.rendering import code_blocks_focusable
 from kb.models import Case
 from troubleshooter.content import library_load
 from troubleshooter.engine import StateError, Step, step_resolve, text_shown, tree_step
@@ -130,7 +131,8 @@ def _leaf_context(request: HttpRequest, tree: Tree, resolved: Step) -> dict:
         "case_title": case.title if case else leaf.case,
         "fix_steps": [{"id": s, "title": titles.get(s, s), "url": f"{case_path}#{s}"} for s in leaf.fix_steps],
         # Pygments escapes every character of the script, values from the URL included.
-        "script_html": mark_safe(highlight(_script_text(request, tree, resolved), BashLexer(), HtmlFormatter(cssclass="highlight"))),
+        "script_html": mark_safe(code_blocks_focusable(
+            highlight(_script_text(request, tree, resolved), BashLexer(), HtmlFormatter(cssclass="highlight")))),
         "download_url": script_url(tree.id, on_path),
         "example_command": EXAMPLE_COMMANDS[resolved.roles["launcher"]],
     }

@@ -49,6 +49,11 @@ class RenderedBody:
         return [s for s in self.sections if re.fullmatch(r"fix-\d+", s.id)]
 
 
+def code_blocks_focusable(html_text: str) -> str:
+    """Wide code blocks scroll sideways; keyboard users can only scroll what can take focus."""
+    return html_text.replace("<pre>", '<pre tabindex="0">')
+
+
 def body_render(text: str) -> RenderedBody:
     """Markdown to cleaned HTML, plus the list of headings that carry ids."""
     md = markdown.Markdown(
@@ -61,6 +66,7 @@ def body_render(text: str) -> RenderedBody:
     )
     raw = md.convert(text)
     clean = nh3.clean(raw, tags=_ALLOWED_TAGS, attributes=_ALLOWED_ATTRIBUTES, link_rel="noopener noreferrer")
+    clean = code_blocks_focusable(clean)
     sections: list[Section] = []
     seen: set[str] = set()
     duplicates: list[str] = []

@@ -44,7 +44,7 @@ def content_in_db(transactional_db) -> None:
 
 def _launch(live_server, javascript: bool) -> Iterator[BrowserPage]:
     if not CHROMIUM.exists():
-        pytest.skip("chromium is not installed: apt-get install -y chromium (make test does it)")
+        pytest.fail("chromium is not installed: run make test, which installs it with apt")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

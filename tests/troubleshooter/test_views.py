@@ -151,7 +151,7 @@ def test_the_leaf_page_links_the_case_and_its_exact_fix_steps(client):
 def test_the_leaf_page_shows_the_highlighted_script_a_copy_button_and_a_download(client):
     page = client.get(url(IFNAME))
     content = page.content.decode()
-    assert '<div class="highlight"><pre>' in content
+    assert '<div class="highlight"><pre tabindex="0">' in content
     assert "#!/usr/bin/env bash" in content
     button = next(el for el in elements(page.content, "button") if "copy-script" in (el.get("class") or ""))
     assert button.get("hidden") is not None, "without JavaScript the copy button stays hidden"
