@@ -2,7 +2,7 @@
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
+from kb.content.yamllines import YamlLineError, line_of, yaml_parse_with_lines
 
 Path_ = tuple  # a path into the YAML data: ("signatures", 2, "pattern")
 
@@ -15,16 +15,10 @@ class FrontMatter:
     body_line: int = 1  # file line where the body starts
 
     def line_of(self, path: Path_) -> int:
-        """The line of the deepest part of `path` that exists (a missing key reports its parent)."""
-        while path not in self.lines and path:
-            path = path[:-1]
-        return self.lines.get(path, 1)
+        return line_of(self.lines, path)
 
 
-class FrontMatterError(ValueError):
-    def __init__(self, line: int, message: str) -> None:
-        self.line = line
-        super().__init__(message)
+FrontMatterError = YamlLineError  # a problem in the front matter, with its file line
 
 
 def front_matter_split(text: str) -> FrontMatter:
@@ -41,33 +35,5 @@ def front_matter_split(text: str) -> FrontMatter:
     yaml_text = text[4:end + 1]
     body = text[end + 5:]
     body_line = yaml_text.count("\n") + 3
-    offset = 2  # YAML line 0 is file line 2
-    try:
-        node = yaml.compose(yaml_text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(yaml_text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
-        line = mark.line + offset if mark else 1
-        problem = getattr(err, "problem", None) or str(err)
-        raise FrontMatterError(line, f"YAML error: {problem}") from None
-    lines: dict[Path_, int] = {}
-    if node is not None:
-        _record_lines(node, (), lines, offset)
+    data, lines = yaml_parse_with_lines(yaml_text, first_line=2)  # YAML's first line is file line 2
     return FrontMatter(data=data, lines=lines, body=body, body_line=body_line)
-
-
-def _record_lines(node: yaml.Node, path: Path_, lines: dict[Path_, int], offset: int) -> None:
-    lines[path] = node.start_mark.line + offset
-    if isinstance(node, yaml.MappingNode):
-        seen: set[str] = set()
-        for key_node, value_node in node.value:
-            key = key_node.value
-            if key in seen:
-                raise FrontMatterError(key_node.start_mark.line + offset, f"duplicate key '{key}'")
-            seen.add(key)
-            lines[path + (key,)] = key_node.start_mark.line + offset
-            _record_lines(value_node, path + (key,), lines, offset)
-            lines[path + (key,)] = key_node.start_mark.line + offset
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            _record_lines(item, path + (index,), lines, offset)

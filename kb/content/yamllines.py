@@ -1,0 +1,60 @@
+"""Parse YAML safely and remember the file line of every key and item, so problems name file:line.
+
+Shared by case front matter (kb/content/frontmatter.py) and the troubleshooter's tree and script files.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+YamlPath = tuple  # a path into the data: ("signatures", 2, "pattern")
+
+
+class YamlLineError(ValueError):
+    def __init__(self, line: int, message: str) -> None:
+        self.line = line
+        super().__init__(message)
+
+
+def line_of(lines: dict[YamlPath, int], path: YamlPath) -> int:
+    """The line of the deepest part of `path` that exists: a missing key reports its parent's line."""
+    while path and path not in lines:
+        path = path[:-1]
+    return lines.get(path, 1)
+
+
+def yaml_parse_with_lines(text: str, *, first_line: int = 1) -> tuple[Any, dict[YamlPath, int]]:
+    """safe_load plus a line for every path; `first_line` is the file line of the text's first line.
+    Duplicate keys and non-string keys are errors (PyYAML would silently keep the last value)."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+        problem = getattr(err, "problem", None) or str(err)
+        raise YamlLineError(mark.line + first_line if mark else first_line, f"YAML error: {problem}") from None
+    lines: dict[YamlPath, int] = {}
+    if node is not None:
+        _lines_record(node, (), lines, first_line)
+    return data, lines
+
+
+def _lines_record(node: yaml.Node, path: YamlPath, lines: dict[YamlPath, int], first_line: int) -> None:
+    lines[path] = node.start_mark.line + first_line
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            line = key_node.start_mark.line + first_line
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise YamlLineError(line, "keys must be plain strings")
+            key = key_node.value
+            if key in seen:
+                raise YamlLineError(line, f"duplicate key '{key}'")
+            seen.add(key)
+            _lines_record(value_node, path + (key,), lines, first_line)
+            # A key's own line is more useful than its value's (a block value starts one line later).
+            lines[path + (key,)] = line
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _lines_record(item, path + (index,), lines, first_line)
