@@ -8,6 +8,7 @@ from kb.content.extra import extra_content_checks
 
 
 class Command(BaseCommand):
+    requires_system_checks: list = []  # the content-drift warning is what this command resolves
     help = "Validate every content file, then load cases into the database and rebuild the search index."
 
     def handle(self, *args, **options) -> None:
