@@ -8,7 +8,7 @@ from typing import Any
 from kb.diagnosis.facts import GENERIC_FACTS, fact_literals, facts_extract
 from kb.diagnosis.scanning import TextScanner
 from kb.diagnosis.signatures import Signature, signature_hits
-from kb.diagnosis.text import LineLocator, log_decode, log_is_clean
+from kb.diagnosis.text import LineLocator, log_text
 from kb.diagnosis.verdict import RankVerdict, rank_verdict
 
 CONFIDENT = 0.5
@@ -65,9 +65,9 @@ def log_diagnose(sources: list[tuple[str, bytes | str]], signatures: list[Signat
     all_ranks = {}
     line_total = 0
     for name, data in sources:
-        text = log_decode(data)
+        text, unchanged = log_text(data)
         lines = LineLocator(text)
-        scanner = TextScanner(text, _literals(signatures), encoded=data if log_is_clean(data) else None)
+        scanner = TextScanner(text, _literals(signatures), encoded=data if unchanged else None)
         line_total += lines.line_count()
         source = name if len(sources) > 1 else None
         for sig, hits, count in signature_hits(scanner, signatures, per_signature=EVIDENCE_PER_SIGNAL):

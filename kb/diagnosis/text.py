@@ -11,22 +11,27 @@ import re
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 
 
-def log_is_clean(data: bytes | str) -> bool:
-    """True when decoding changes nothing but the type: the raw bytes can stand for the text."""
-    return isinstance(data, (bytes, bytearray)) and b"\x1b" not in data and b"\r" not in data \
-        and b"\x00" not in data and data.isascii()
+def log_text(data: bytes | str) -> tuple[str, bool]:
+    """Bytes of any encoding to text: invalid UTF-8 becomes U+FFFD, colour codes and CRs go.
+
+    Also says whether the text is exactly the input bytes (ASCII, nothing removed or replaced): then
+    the raw bytes can stand for the text in a byte-level scan, without encoding megabytes again."""
+    unchanged = isinstance(data, (bytes, bytearray))
+    text = data.decode("utf-8", errors="replace") if unchanged else data
+    if "\x1b" in text:
+        text = _ANSI_RE.sub("", text)
+        unchanged = False
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", " ")
+        unchanged = False
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+        unchanged = False
+    return text, unchanged and text.isascii()
 
 
 def log_decode(data: bytes | str) -> str:
-    """Bytes of any encoding to text: invalid UTF-8 becomes U+FFFD, colour codes and CRs go."""
-    text = data.decode("utf-8", errors="replace") if isinstance(data, (bytes, bytearray)) else data
-    if "\x1b" in text:
-        text = _ANSI_RE.sub("", text)
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", " ")
-    if "\x00" in text:
-        text = text.replace("\x00", "")
-    return text
+    return log_text(data)[0]
 
 
 class LineLocator:

@@ -96,6 +96,10 @@ def _open(path: str):
     return whoosh_index.open_dir(path)
 
 
+def search_cache_clear() -> None:
+    _search_built.cache_clear()
+
+
 class IndexMissing(RuntimeError):
     """The index has not been built yet (run `python manage.py load_content`)."""
 

@@ -161,3 +161,15 @@ def test_results_are_the_same_without_the_hyperscan_prefilter(signatures, monkey
         assert [(m.slug, m.score, [e.line for e in m.evidence]) for m in a.matches] == \
             [(m.slug, m.score, [e.line for e in m.evidence]) for m in b.matches]
         assert a.facts == b.facts
+
+
+@pytest.mark.parametrize("data, unchanged", [
+    (b"plain ascii line\n", True),
+    (b"\x1b[31mcolour\x1b[0m\n", False),
+    (b"crlf\r\n", False),
+    (b"caf\xe9\n", False),
+    ("already text\n", False),
+])
+def test_raw_bytes_stand_for_the_text_only_when_decoding_changed_nothing(data, unchanged):
+    from kb.diagnosis.text import log_text
+    assert log_text(data)[1] is unchanged
