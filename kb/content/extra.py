@@ -11,8 +11,5 @@ from kb.content.errors import ContentError
 
 
 def extra_content_checks(docs: list[CaseDoc]) -> list[ContentError]:
-    try:
-        from troubleshooter.content import trees_check
-    except ImportError:
-        return []
+    from troubleshooter.content import trees_check  # imported here: kb must not need the troubleshooter to import
     return trees_check(settings.CONTENT_DIR, docs)

@@ -33,8 +33,8 @@ class Pattern:
         return scanner.matches(self.regex, self.literals)
 
 
-def _rule(name: str, literal: str, pattern: str, keep: str = "first") -> Pattern:
-    """`literal` documents intent; the literals actually used are derived from the pattern."""
+def _rule(name: str, pattern: str, keep: str = "first") -> Pattern:
+    """A fact pattern; the literals the scanner looks for are derived from it."""
     return Pattern(name, re.compile(pattern, re.MULTILINE), required_literals(pattern), keep)
 
 
@@ -43,25 +43,25 @@ def _table(entries: tuple[tuple[str, str], ...]) -> tuple[Pattern, ...]:
 
 
 FACT_RULES: tuple[Pattern, ...] = (
-    _rule("nccl_version", "NCCL version", r"NCCL version (\d+\.\d+\.\d+)", "first"),
-    _rule("torch_version", "ersion", r"(?:PyTorch version|torch version|torch\.__version__)\W{0,3}(\d+\.\d+\.\d+)", "first"),
-    _rule("torch_version", "torch==", r"\btorch==(\d+\.\d+\.\d+)", "first"),
-    _rule("cuda_version", "CUDA version", r"CUDA version[: ]{1,3}(\d+\.\d+)", "first"),
-    _rule("te_version", "ransformer", r"[Tt]ransformer[ _-]?[Ee]ngine(?: version)?[ :=v]{1,3}(\d+\.\d+(?:\.\d+)?)", "first"),
-    _rule("kernel_version", "kernel version", r"Detected kernel version (\d+\.\d+\.\d+)", "first"),
-    _rule("interfaces", "NCCL INFO Bootstrap", r"NCCL INFO Bootstrap ?: Using ([\w.:-]+?):\d", "set"),
-    _rule("interfaces", "NET/Socket : Using", r"NET/Socket : Using \[0\]([\w.-]+):", "set"),
-    _rule("interfaces", "OOB ", r"; OOB ([\w.-]+):", "set"),
-    _rule("interfaces", "NCCL_SOCKET_IFNAME set", r"NCCL_SOCKET_IFNAME set by environment to (\S+)", "set"),
-    _rule("transport", "Using network", r"NCCL INFO Using network (\w+)", "set"),
-    _rule("p2p_channels", "via P2P", r" via (P2P/\w+)", "set"),
-    _rule("hosts", "NCCL", r"^(?:\[\S+\] )?([A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] NCCL", "set"),
-    _rule("world_size", "nranks", r"\bnranks (\d+)", "max"),
-    _rule("world_size", "world size", r"[Ww]orld[ _]size[:= ]{1,3}(\d+)", "max"),
-    _rule("world_size", "num_processes", r"num_processes\W{1,4}(\d+)", "max"),
-    _rule("world_size", "-np ", r"\bmpirun\b.*? -np (\d+)", "max"),
-    _rule("store_timeout_s", "Timed out after", r"Timed out after (\d+) seconds waiting for clients", "first"),
-    _rule("process_groups", "[PG ", r"\[PG (?:ID )?(\d+)[^\]\n]{0,60}? Rank \d+\]", "set"),
+    _rule("nccl_version", r"NCCL version (\d+\.\d+\.\d+)", "first"),
+    _rule("torch_version", r"(?:PyTorch version|torch version|torch\.__version__)\W{0,3}(\d+\.\d+\.\d+)", "first"),
+    _rule("torch_version", r"\btorch==(\d+\.\d+\.\d+)", "first"),
+    _rule("cuda_version", r"CUDA version[: ]{1,3}(\d+\.\d+)", "first"),
+    _rule("te_version", r"[Tt]ransformer[ _-]?[Ee]ngine(?: version)?[ :=v]{1,3}(\d+\.\d+(?:\.\d+)?)", "first"),
+    _rule("kernel_version", r"Detected kernel version (\d+\.\d+\.\d+)", "first"),
+    _rule("interfaces", r"NCCL INFO Bootstrap ?: Using ([\w.:-]+?):\d", "set"),
+    _rule("interfaces", r"NET/Socket : Using \[0\]([\w.-]+):", "set"),
+    _rule("interfaces", r"; OOB ([\w.-]+):", "set"),
+    _rule("interfaces", r"NCCL_SOCKET_IFNAME set by environment to (\S+)", "set"),
+    _rule("transport", r"NCCL INFO Using network (\w+)", "set"),
+    _rule("p2p_channels", r" via (P2P/\w+)", "set"),
+    _rule("hosts", r"^(?:\[\S+\] )?([A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] NCCL", "set"),
+    _rule("world_size", r"\bnranks (\d+)", "max"),
+    _rule("world_size", r"[Ww]orld[ _]size[:= ]{1,3}(\d+)", "max"),
+    _rule("world_size", r"num_processes\W{1,4}(\d+)", "max"),
+    _rule("world_size", r"\bmpirun\b.*? -np (\d+)", "max"),
+    _rule("store_timeout_s", r"Timed out after (\d+) seconds waiting for clients", "first"),
+    _rule("process_groups", r"\[PG (?:ID )?(\d+)[^\]\n]{0,60}? Rank \d+\]", "set"),
 )
 
 # Launchers, in the order a wrapper usually nests them; the first one found in the log is reported.
