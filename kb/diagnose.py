@@ -12,8 +12,7 @@ _cache: dict[str, list[Signature]] = {}
 
 def signatures_current() -> list[Signature]:
     """Compiled signatures of the loaded content, recompiled only when the content revision changes."""
-    state = ContentState.objects.first()
-    revision = state.revision if state else ""
+    revision = ContentState.loaded_revision()
     if revision not in _cache:
         _cache.clear()
         _cache[revision] = signatures_compile(Case.objects.values("slug", "signatures"))

@@ -55,3 +55,9 @@ class ContentState(models.Model):
     """The revision of content/ the database was last loaded from (one row)."""
     revision = models.CharField(max_length=40)
     loaded_at = models.DateTimeField(auto_now=True)
+
+    @classmethod
+    def loaded_revision(cls) -> str:
+        """What the site serves: one query, instead of hashing every content file per request."""
+        state = cls.objects.first()
+        return state.revision if state else ""

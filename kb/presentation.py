@@ -46,7 +46,6 @@ class MatchView:
     percent: int
     evidence: list[dict[str, Any]]
     signals: list[dict[str, Any]]
-    section: str  # the anchor on the case page that applies
 
 
 def marked_line(text: str, start: int, end: int) -> SafeString:
@@ -79,7 +78,7 @@ def diagnosis_view_model(diagnosis: Diagnosis) -> dict[str, Any]:
         matches.append(MatchView(
             slug=match.slug, title=case.title, summary=case.summary, confidence=match.confidence,
             confident=match.confidence >= CONFIDENT, percent=round(match.confidence * 100),
-            evidence=evidence, signals=match.signals, section="signatures",
+            evidence=evidence, signals=match.signals,
         ))
     return {
         "matches": matches,

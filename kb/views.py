@@ -23,9 +23,8 @@ _TAG_PARAM_RE = re.compile(r"^(framework|component|phase):([a-z0-9-]+)$")
 @require_safe
 def home(request: HttpRequest) -> HttpResponse:
     cases = Case.objects.prefetch_related("tags")
-    state = ContentState.objects.first()
     return render(request, "kb/home.html", {"cases": cases, "limit": limit_text(settings.KB_MAX_LOG_BYTES),
-                                            "revision": state.revision if state else ""})
+                                            "revision": ContentState.loaded_revision()})
 
 
 @require_safe

@@ -17,9 +17,8 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import BashLexer
 
-from kb.content.cases import content_revision
 from kb.content.rendering import code_blocks_focusable
-from kb.models import Case
+from kb.models import Case, ContentState
 from troubleshooter.content import library_load
 from troubleshooter.engine import StateError, Step, step_resolve, text_shown, tree_step
 from troubleshooter.links import script_url, step_url
@@ -144,7 +143,7 @@ def _script_text(request: HttpRequest, tree: Tree, resolved: Step) -> str:
     case_url = request.build_absolute_uri(f"/kb/{leaf.case}/")
     source = ScriptSource(case_url=case_url, fix_step_urls=tuple(f"{case_url}#{s}" for s in leaf.fix_steps),
                           wizard_url=request.build_absolute_uri(step_url(tree.id, _path_answers(resolved))),
-                          revision=content_revision(settings.CONTENT_DIR))
+                          revision=ContentState.loaded_revision())
     return script_render(resolved, library_load(settings.CONTENT_DIR).parts, source)
 
 

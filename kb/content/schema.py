@@ -9,12 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from kb.diagnosis.scanning import required_literals
-
-try:  # Python 3.11+ keeps the regex parser here; the old module name warns
-    from re import _parser as sre_parse
-except ImportError:  # pragma: no cover
-    import sre_parse  # type: ignore[no-redef]
+from kb.diagnosis.scanning import required_literals, sre_parse
 
 SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 SIGNATURE_ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")

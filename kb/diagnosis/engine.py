@@ -1,6 +1,7 @@
 """Diagnose a log: match every case's signatures, score, and explain each match with evidence lines."""
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,6 +61,7 @@ def log_diagnose(sources: list[tuple[str, bytes | str]], signatures: list[Signat
     however many lines or files match it; evidence keeps the first few lines of each."""
     started = time.perf_counter()
     total_bytes = sum(len(data) for _, data in sources)
+    literals = _literals(tuple(signatures))
     per_case: dict[str, dict[str, Any]] = {}
     facts: dict[str, Any] = {}
     all_ranks = {}
@@ -67,7 +69,7 @@ def log_diagnose(sources: list[tuple[str, bytes | str]], signatures: list[Signat
     for name, data in sources:
         text, unchanged = log_text(data)
         lines = LineLocator(text)
-        scanner = TextScanner(text, _literals(signatures), encoded=data if unchanged else None)
+        scanner = TextScanner(text, literals, encoded=data if unchanged else None)
         line_total += lines.line_count()
         source = name if len(sources) > 1 else None
         for sig, hits, count in signature_hits(scanner, signatures, per_signature=EVIDENCE_PER_SIGNAL):
@@ -95,7 +97,9 @@ def log_diagnose(sources: list[tuple[str, bytes | str]], signatures: list[Signat
     return Diagnosis(matches=matches[:top], facts=facts, verdict=verdict, stats=stats)
 
 
-def _literals(signatures: list[Signature]) -> frozenset[tuple[str, bool]]:
+@functools.lru_cache(maxsize=4)
+def _literals(signatures: tuple[Signature, ...]) -> frozenset[tuple[str, bool]]:
+    """Every literal any signature or fact rule looks for; computed once per compiled signature set."""
     return frozenset({(lit, s.ignorecase) for s in signatures for group in s.guards for lit in group} | fact_literals())
 
 

@@ -5,6 +5,7 @@ The watchdog lines get their own parser because they feed the per-rank table.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +28,7 @@ class Pattern:
     name: str
     regex: re.Pattern
     literals: tuple[str, ...]
-    keep: str = "first"  # first | last | set | max
+    keep: str = "first"  # first | set | max
 
     def matches(self, scanner: TextScanner):
         return scanner.matches(self.regex, self.literals)
@@ -135,11 +136,12 @@ class RankState:
     line: int | None = None
 
 
-def fact_literals() -> set[tuple[str, bool]]:
+@functools.cache
+def fact_literals() -> frozenset[tuple[str, bool]]:
     """Every literal the fact rules look for, so a scanner can check them all in one pass."""
     patterns = FACT_RULES + LAUNCHERS + FRAMEWORKS + STAGES
     found = {(lit, False) for p in patterns for lit in p.literals}
-    return found | {(lit, False) for lit in WATCHDOG_LITERALS + PROGRESS_LITERALS + RANK_PREFIXES}
+    return frozenset(found | {(lit, False) for lit in WATCHDOG_LITERALS + PROGRESS_LITERALS + RANK_PREFIXES})
 
 
 def facts_extract(scanner: TextScanner, lines: LineLocator) -> tuple[dict[str, Any], dict[int, RankState]]:
@@ -192,9 +194,7 @@ def _keep(facts: dict[str, Any], rule: Pattern, matches) -> None:
         if rule.keep == "first":
             facts.setdefault(rule.name, value)
             return
-        if rule.keep == "last":
-            facts[rule.name] = value
-        elif rule.keep == "set":
+        if rule.keep == "set":
             facts.setdefault(rule.name, set()).add(value)
         elif rule.keep == "max":
             facts[rule.name] = max(int(value), facts.get(rule.name, 0))

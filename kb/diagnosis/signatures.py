@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from kb.diagnosis.scanning import TextScanner, required_literal_groups, required_literals
+from kb.diagnosis.scanning import TextScanner, required_literal_groups
 
 
 @dataclass(frozen=True)
@@ -20,9 +20,13 @@ class Signature:
     weight: float
     anchor: bool
     regex: re.Pattern
-    literals: tuple[str, ...]  # every match contains one of these
     ignorecase: bool
-    guards: tuple[tuple[str, ...], ...] = ()  # every match contains one literal of each group
+    guards: tuple[tuple[str, ...], ...]  # every match contains one literal of each group, best group first
+
+    @property
+    def literals(self) -> tuple[str, ...]:
+        """The group whose lines are scanned: every match contains one of these."""
+        return self.guards[0] if self.guards else ()
 
 
 def signatures_compile(cases: Iterable[dict]) -> list[Signature]:
@@ -35,8 +39,7 @@ def signatures_compile(cases: Iterable[dict]) -> list[Signature]:
             compiled.append(Signature(
                 case=case["slug"], id=sig["id"], description=sig["description"], weight=float(sig["weight"]),
                 anchor=bool(sig.get("anchor", False)), regex=re.compile(sig["pattern"], flags),
-                literals=required_literals(sig["pattern"], ignorecase), ignorecase=ignorecase,
-                guards=required_literal_groups(sig["pattern"], ignorecase),
+                ignorecase=ignorecase, guards=required_literal_groups(sig["pattern"], ignorecase),
             ))
     return compiled
 
