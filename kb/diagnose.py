@@ -1,47 +1,71 @@
-"""The diagnosis as the site and the CLI serve it: signatures from the database, JSON per DESIGN.md."""
+"""The diagnosis as the site and the CLI serve it: rules from the database, JSON per DESIGN.md."""
 from __future__ import annotations
 
 from typing import Any
 
+from django.urls import reverse
+
 from kb.diagnosis.engine import Diagnosis, log_diagnose
-from kb.diagnosis.signatures import Signature, signatures_compile
-from kb.models import Case, ContentState
+from kb.diagnosis.rules import Rules, rules_compile
+from kb.diagnosis.verdict import failure_text
+from kb.models import Case, ContentState, HarmlessLine
 
-_cache: dict[str, list[Signature]] = {}
+_cache: dict[str, Rules] = {}
+CASE_RULE_FIELDS = ("slug", "signatures", "conditions", "frames", "steps", "guide")
 
 
-def signatures_current() -> list[Signature]:
-    """Compiled signatures of the loaded content, recompiled only when the content revision changes."""
+def rules_current() -> Rules:
+    """Compiled rules of the loaded content, recompiled only when the content revision changes."""
     revision = ContentState.loaded_revision()
     if revision not in _cache:
         _cache.clear()
-        _cache[revision] = signatures_compile(Case.objects.values("slug", "signatures"))
+        harmless = [{"id": h["slug"], "title": h["title"], "pattern": h["pattern"], "flags": h["flags"], "why": h["why"]}
+                    for h in HarmlessLine.objects.values("slug", "title", "pattern", "flags", "why")]
+        _cache[revision] = rules_compile(Case.objects.values(*CASE_RULE_FIELDS), harmless)
     return _cache[revision]
 
 
 def diagnosis_run(sources: list[tuple[str, bytes | str]], *, top: int = 5) -> Diagnosis:
-    return log_diagnose(sources, signatures_current(), top=top)
+    return log_diagnose(sources, rules_current(), top=top)
 
 
 def diagnosis_json(diagnosis: Diagnosis) -> dict[str, Any]:
-    """The contract of DESIGN.md ("Diagnosis contract"), plus the rank verdict when ranks reported."""
+    """The contract of DESIGN.md ("Diagnosis contract"), plus `kind` and `fix_step` per match, the rank
+    verdict when ranks reported, the first failure, and the known-harmless lines set aside."""
     titles = dict(Case.objects.filter(slug__in=[m.slug for m in diagnosis.matches]).values_list("slug", "title"))
     matches = []
     for match in diagnosis.matches:
+        url = reverse("kb:case_detail", args=[match.slug])
         matches.append({
             "slug": match.slug,
             "title": titles.get(match.slug, match.slug),
+            "kind": match.kind,
             "score": match.score,
             "confidence": match.confidence,
-            "url": f"/kb/{match.slug}/",
+            "url": url,
+            "fix_step": match.fix_step,
+            "fix_url": f"{url}#{match.fix_step}" if match.fix_step else None,
+            "steps_not_for_your_versions": match.steps_not_for_versions,
             "evidence": [_evidence_json(e) for e in match.evidence],
             "signals": match.signals,
         })
     body: dict[str, Any] = {"matches": matches, "facts": diagnosis.facts, "stats": diagnosis.stats}
     if diagnosis.verdict:
-        body["ranks"] = {"summary": diagnosis.verdict.summary, "behind": diagnosis.verdict.behind,
-                         "silent": diagnosis.verdict.silent, "disagree": diagnosis.verdict.disagree,
-                         "table": diagnosis.verdict.table}
+        verdict = diagnosis.verdict
+        body["ranks"] = {"summary": verdict.summary, "behind": verdict.behind, "silent": verdict.silent,
+                         "disagree": verdict.disagree, "first_collective": verdict.first_collective,
+                         "groups": verdict.groups, "table": verdict.table}
+    if diagnosis.failure:
+        failure = diagnosis.failure
+        body["first_failure"] = {"kind": failure.kind, "rank": failure.rank, "line": failure.line,
+                                 "time": failure.time, "text": failure.text, "summary": failure_text(failure),
+                                 **({"file": failure.source} if failure.source else {})}
+    harmless_url = reverse("kb:harmless_list")
+    body["harmless"] = [{"line": h.line, "text": h.text, "why": h.why, "title": h.title,
+                         "url": f"{harmless_url}#{h.id}", **({"file": h.source} if h.source else {})}
+                        for h in diagnosis.harmless]
+    if diagnosis.repairs:
+        body["inputs"] = {"repairs": diagnosis.repairs}
     return body
 
 

@@ -28,6 +28,13 @@ class Case(models.Model):
     body_html = models.TextField()
     last_reviewed = models.DateField()
     source_path = models.CharField(max_length=300)
+    # Evidence beyond line signatures, and versions as data (content/FORMAT.md).
+    conditions = models.JSONField(default=list)
+    frames = models.JSONField(default=list)
+    steps = models.JSONField(default=list)
+    guide = models.BooleanField(default=False)
+    do_first = models.JSONField(default=list)
+    reviewed_against = models.JSONField(default=dict)
 
     class Meta:
         ordering = ["title"]
@@ -40,6 +47,30 @@ class Case(models.Model):
 
     def fix_steps(self) -> list[dict]:
         return [s for s in self.sections if s["id"].startswith("fix-")]
+
+
+class HarmlessLine(models.Model):
+    """A message users paste as the cause although it is not (content/harmless/<slug>.yaml)."""
+    slug = models.SlugField(max_length=100, unique=True)
+    title = models.CharField(max_length=200)
+    pattern = models.TextField()
+    flags = models.JSONField(default=list)
+    printed_by = models.TextField()
+    versions = models.JSONField(default=dict)
+    why = models.TextField()
+    instead = models.TextField()
+    examples = models.JSONField(default=list)
+    references = models.JSONField(default=list)
+    source_path = models.CharField(max_length=300)
+
+    class Meta:
+        ordering = ["title"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    def get_absolute_url(self) -> str:
+        return f"/kb/harmless/#{self.slug}"
 
 
 class Alias(models.Model):

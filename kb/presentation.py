@@ -8,6 +8,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from kb.diagnosis.engine import CONFIDENT, Diagnosis
+from kb.diagnosis.verdict import failure_text
 from kb.models import Case
 
 FACT_LABELS = {
@@ -32,6 +33,20 @@ FACT_LABELS = {
     "hosts": "Hosts",
     "process_groups": "Process groups",
     "store_timeout_s": "Store timeout (s)",
+    "stages_done": "Stages completed",
+    "silent_ranks": "Silent ranks",
+    "behind_ranks": "Ranks behind",
+    "ranks_disagree": "Ranks disagree (desync)",
+    "first_collective": "Stuck in the first collective",
+    "first_failure": "First failure",
+    "first_failure_rank": "Rank that failed first",
+    "stack_frames": "Innermost stack frames",
+    "nccl_tests": "nccl-tests",
+    "p2p_check": "CUDA peer-to-peer test",
+    "shm_size_mb": "/dev/shm size (MiB)",
+    "gpu_links": "GPU links (topo -m)",
+    "ib_port_state": "IB port state",
+    "link_layer": "IB link layer",
 }
 _HIDDEN_FACTS = {"launchers"}
 
@@ -46,6 +61,9 @@ class MatchView:
     percent: int
     evidence: list[dict[str, Any]]
     signals: list[dict[str, Any]]
+    kind: str = "cause"
+    fix_url: str = ""
+    why: str = ""
 
 
 def marked_line(text: str, start: int, end: int) -> SafeString:
@@ -75,13 +93,24 @@ def diagnosis_view_model(diagnosis: Diagnosis) -> dict[str, Any]:
             continue
         evidence = [{"line": e.line, "source": e.source, "signal": e.signal, "html": marked_line(e.text, *e.span)}
                     for e in match.evidence[:12]]
+        url = case.get_absolute_url()
+        positive = [s for s in match.signals if s["weight"] > 0]
         matches.append(MatchView(
             slug=match.slug, title=case.title, summary=case.summary, confidence=match.confidence,
             confident=match.confidence >= CONFIDENT, percent=round(match.confidence * 100),
-            evidence=evidence, signals=match.signals,
+            evidence=evidence, signals=match.signals, kind=match.kind,
+            fix_url=f"{url}#{match.fix_step or 'fix'}", why=positive[0]["description"] if positive else "",
         ))
+    causes = [m for m in matches if m.kind == "cause"]
+    best = causes[0] if causes and causes[0].confident else None
     return {
         "matches": matches,
+        "best": best,
+        "guide": next((m for m in matches if m.kind == "guide"), None) if best is None else None,
+        "failure": failure_text(diagnosis.failure) if diagnosis.failure else None,
+        "harmless": diagnosis.harmless,
+        "only_harmless": bool(diagnosis.harmless) and not any(m.confident for m in matches),
+        "repairs": diagnosis.repairs,
         "any_confident": any(m.confident for m in matches),
         "facts": fact_rows(diagnosis.facts),
         "raw_facts": diagnosis.facts,

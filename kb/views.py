@@ -11,7 +11,7 @@ from django.views.decorators.http import require_safe, require_http_methods
 
 from kb.diagnose import diagnosis_run
 from kb.log_input import LogTooLarge, NoLog, limit_text, log_from_request
-from kb.models import Alias, Case, ContentState, Tag
+from kb.models import Alias, Case, ContentState, HarmlessLine, Tag
 from kb.search.index import IndexMissing, search as text_search
 from kb.presentation import diagnosis_view_model
 from troubleshooter.links import wizard_url_for_facts
@@ -86,6 +86,12 @@ def case_list(request: HttpRequest) -> HttpResponse:
         facets.setdefault(tag.facet, []).append(tag.value)
     context = {"cases": cases.distinct(), "facets": facets, "selected": [f"{f}:{v}" for f, v in selected]}
     return render(request, "kb/case_list.html", context)
+
+
+@require_safe
+def harmless_list(request: HttpRequest) -> HttpResponse:
+    """Messages that look like failures and are not: one section per entry, anchored by its id."""
+    return render(request, "kb/harmless_list.html", {"entries": HarmlessLine.objects.all()})
 
 
 @require_safe

@@ -103,6 +103,9 @@ def _body_check(body: RenderedBody, fm: FrontMatter, shown: str) -> list[Content
         errors.append(ContentError(shown, _body_line(fm, "fix"), "the fix section needs at least one step heading {#fix-1}"))
     elif steps != [f"fix-{n}" for n in range(1, len(steps) + 1)]:
         errors.append(ContentError(shown, _body_line(fm, steps[0]), f"fix steps must be numbered fix-1, fix-2, ... in order; found {', '.join(steps)}"))
+    for index, step in enumerate(fm.data.get("steps") or []):
+        if step["anchor"] not in steps:
+            errors.append(ContentError(shown, fm.line_of(("steps", index, "anchor")), f"step '{step['anchor']}' is not a fix step of this case (it has {', '.join(steps) or 'none'})"))
     allowed_level2 = set(REQUIRED_SECTIONS) | set(OPTIONAL_SECTIONS)
     for anchor in level2:
         if anchor not in allowed_level2 and anchor not in RENDERED_SECTIONS:

@@ -7,8 +7,9 @@ from pathlib import Path
 from django.db import transaction
 
 from kb.content.cases import CaseDoc, case_files_read, content_revision
-from kb.content.errors import ContentInvalid
-from kb.models import Alias, Case, ContentState, Tag
+from kb.content.errors import ContentError, ContentInvalid
+from kb.content.harmless import HarmlessDoc, harmless_files_read
+from kb.models import Alias, Case, ContentState, HarmlessLine, Tag
 from kb.search.index import index_build
 
 
@@ -27,19 +28,41 @@ def content_load(*, content_dir: Path, index_dir: Path, extra_checks=None) -> Lo
     `extra_checks(docs)` lets other apps (the troubleshooter's trees) veto the load with their own
     file:line errors, so one command validates all content before anything is written.
     """
-    docs, errors = case_files_read(content_dir)
-    if extra_checks is not None and not errors:
-        errors += extra_checks(docs)
+    docs, harmless, errors = content_check(content_dir, extra_checks)
     if errors:
         raise ContentInvalid(errors)
     revision = content_revision(content_dir)
     with transaction.atomic():
         created, updated, deleted = _write_cases(docs)
+        _write_harmless(harmless)
         ContentState.objects.all().delete()
         ContentState.objects.create(revision=revision)
         # The index is built inside the transaction: if it fails, the database rolls back too.
         index_build(docs, index_dir)
     return LoadReport(revision=revision, created=created, updated=updated, deleted=deleted, total=len(docs))
+
+
+def content_check(content_dir: Path, extra_checks=None) -> tuple[list[CaseDoc], list[HarmlessDoc], list[ContentError]]:
+    """Read and validate every content file (cases, the harmless list, and other apps' checks); the one
+    sequence both `validate_content` and `load_content` run."""
+    docs, errors = case_files_read(content_dir)
+    harmless, harmless_errors = harmless_files_read(content_dir)
+    errors += harmless_errors
+    if extra_checks is not None and not errors:
+        errors += extra_checks(docs)
+    return docs, harmless, errors
+
+
+def _write_harmless(docs: list[HarmlessDoc]) -> None:
+    HarmlessLine.objects.exclude(slug__in=[d.slug for d in docs]).delete()
+    for doc in docs:
+        meta = doc.meta
+        HarmlessLine.objects.update_or_create(slug=doc.slug, defaults={
+            "title": meta["title"], "pattern": meta["pattern"], "flags": meta.get("flags") or [],
+            "printed_by": meta["printed_by"], "versions": meta.get("versions") or {}, "why": meta["why"],
+            "instead": meta["instead"], "examples": meta["examples"], "references": meta["references"],
+            "source_path": doc.path,
+        })
 
 
 def _write_cases(docs: list[CaseDoc]) -> tuple[int, int, int]:
@@ -65,6 +88,12 @@ def _write_cases(docs: list[CaseDoc]) -> tuple[int, int, int]:
                 "body_html": doc.body.html,
                 "last_reviewed": meta["last_reviewed"],
                 "source_path": doc.path,
+                "conditions": meta.get("conditions") or [],
+                "frames": meta.get("frames") or [],
+                "steps": meta.get("steps") or [],
+                "guide": bool(meta.get("guide")),
+                "do_first": meta.get("do_first") or [],
+                "reviewed_against": meta.get("reviewed_against") or {},
             },
         )
         created += was_created

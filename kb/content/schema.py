@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from kb.diagnosis.scanning import required_literals, sre_parse
+from kb.diagnosis.conditions import condition_problems
+from kb.diagnosis.versions import version_spec_valid
 
 SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 SIGNATURE_ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -30,6 +32,11 @@ TAG_VALUES: dict[str, tuple[str, ...]] = {
 }
 
 REFERENCE_KINDS = ("docs", "source", "issue", "pr", "article")
+# Software a version range can name (signatures, fix steps, harmless lines, reviewed_against).
+SOFTWARE = (
+    "pytorch", "nccl", "cuda", "megatron-lm", "transformer-engine", "deepspeed", "accelerate", "transformers",
+    "trl", "huggingface-hub", "autotrain-advanced", "open-mpi", "linux-kernel", "nvidia-driver",
+)
 SIGNATURE_FLAGS = ("ignorecase",)
 WEIGHT_RANGE = (-10.0, 10.0)
 
@@ -43,7 +50,7 @@ Problem = tuple[tuple, str]  # (path into the YAML data, message)
 
 @dataclass(frozen=True)
 class Field:
-    kind: str  # string | number | bool | date | strings | objects | tags
+    kind: str  # string | number | bool | date | strings | objects | tags | mapping | examples | any
     required: bool = False
     min_items: int = 0
     max_len: int | None = None
@@ -65,14 +72,74 @@ def _one_of(values: tuple[str, ...]) -> Callable[[Any], str | None]:
     return check
 
 
+def _id_check(value: str) -> str | None:
+    return None if SIGNATURE_ID_RE.match(value) else f"id '{value}' must be lowercase words joined by '-'"
+
+
+def _versions_check(value: Any) -> str | None:
+    """`{software: "PEP 440 specifiers"}`, e.g. `{pytorch: ">=2.2,<2.14", nccl: ">=2.24"}`."""
+    if not isinstance(value, dict) or not value:
+        return "must map software names to version specifiers, e.g. {pytorch: '>=2.2,<2.14'}"
+    for name, spec in value.items():
+        if name not in SOFTWARE:
+            return f"unknown software '{name}' (allowed: {', '.join(SOFTWARE)})"
+        if not isinstance(spec, str) or not version_spec_valid(spec):
+            return f"'{spec}' for {name} is not a version specifier such as '>=2.2,<2.14'"
+    return None
+
+
+def _version_pins_check(value: Any) -> str | None:
+    if not isinstance(value, dict) or not value:
+        return "must map software names to the versions reviewed against, e.g. {pytorch: '2.14.1'}"
+    for name, version in value.items():
+        if name not in SOFTWARE:
+            return f"unknown software '{name}' (allowed: {', '.join(SOFTWARE)})"
+        if not isinstance(version, str) or not version_spec_valid("==" + version):
+            return f"'{version}' for {name} is not a version such as '2.14.1'"
+    return None
+
+
+EXAMPLE_FIELDS = {
+    "text": Field("string", required=True),
+    "release": Field("string", required=True, max_len=120),  # which program and release prints it
+}
+
 SIGNATURE_FIELDS = {
-    "id": Field("string", required=True, check=lambda v: None if SIGNATURE_ID_RE.match(v) else f"signature id '{v}' must be lowercase words joined by '-'"),
+    "id": Field("string", required=True, check=_id_check),
     "description": Field("string", required=True, max_len=300),
     "pattern": Field("string", required=True),
     "weight": Field("number", required=True),
     "anchor": Field("bool"),
-    "examples": Field("strings", required=True, min_items=1),
+    "examples": Field("examples", required=True, min_items=1, fields=EXAMPLE_FIELDS),
     "flags": Field("strings", check=_one_of(SIGNATURE_FLAGS)),
+    "versions": Field("mapping", check=_versions_check),
+}
+
+CONDITION_OPERATORS = ("equals", "in", "at_least", "at_most", "present", "contains", "version")
+
+CONDITION_FIELDS = {
+    "id": Field("string", required=True, check=_id_check),
+    "description": Field("string", required=True, max_len=300),
+    "fact": Field("string", required=True),
+    **{op: Field("any") for op in CONDITION_OPERATORS},
+    "weight": Field("number", required=True),
+    "anchor": Field("bool"),
+}
+
+FRAME_FIELDS = {
+    "id": Field("string", required=True, check=_id_check),
+    "description": Field("string", required=True, max_len=300),
+    "pattern": Field("string", required=True),
+    "depth": Field("number"),
+    "weight": Field("number", required=True),
+    "anchor": Field("bool"),
+    "examples": Field("strings", required=True, min_items=1),
+}
+
+STEP_FIELDS = {
+    "anchor": Field("string", required=True, check=lambda v: None if re.match(r"^fix-\d+$", v) else f"'{v}' is not a fix step anchor such as fix-2"),
+    "versions": Field("mapping", check=_versions_check),
+    "evidence": Field("strings"),
 }
 
 CASE_FIELDS: dict[str, Field] = {
@@ -95,6 +162,29 @@ CASE_FIELDS: dict[str, Field] = {
         "kind": Field("string", required=True, check=_one_of(REFERENCE_KINDS)),
     }),
     "last_reviewed": Field("date", required=True),
+    "reviewed_against": Field("mapping", check=_version_pins_check),
+    "guide": Field("bool"),
+    "do_first": Field("strings", max_len=400),
+    "conditions": Field("objects", fields=CONDITION_FIELDS),
+    "frames": Field("objects", fields=FRAME_FIELDS),
+    "steps": Field("objects", fields=STEP_FIELDS),
+}
+
+HARMLESS_FIELDS: dict[str, Field] = {
+    "id": Field("string", required=True, check=_slug_check),
+    "title": Field("string", required=True, max_len=160),
+    "pattern": Field("string", required=True),
+    "flags": Field("strings", check=_one_of(SIGNATURE_FLAGS)),
+    "printed_by": Field("string", required=True, max_len=300),
+    "versions": Field("mapping", check=_versions_check),
+    "why": Field("string", required=True, max_len=1200),
+    "instead": Field("string", required=True, max_len=800),
+    "examples": Field("examples", required=True, min_items=1, fields=EXAMPLE_FIELDS),
+    "references": Field("objects", required=True, min_items=1, fields={
+        "title": Field("string", required=True, max_len=200),
+        "url": Field("string", required=True, check=_url_check),
+        "kind": Field("string", required=True, check=_one_of(REFERENCE_KINDS)),
+    }),
 }
 
 
@@ -106,8 +196,57 @@ def case_front_matter_check(data: Any) -> list[Problem]:
     for index, signature in enumerate(data.get("signatures") or []):
         if isinstance(signature, dict):
             problems += signature_check(signature, ("signatures", index))
-    problems += _duplicates([s.get("id") for s in data.get("signatures") or [] if isinstance(s, dict)],
-                            ("signatures",), "signature id")
+    for index, condition in enumerate(data.get("conditions") or []):
+        if isinstance(condition, dict):
+            problems += [(("conditions", index, key), message) for key, message in condition_problems(condition)]
+    for index, frame in enumerate(data.get("frames") or []):
+        if isinstance(frame, dict):
+            problems += frame_check(frame, ("frames", index))
+    evidence_ids = [item.get("id") for key in ("signatures", "conditions", "frames")
+                    for item in data.get(key) or [] if isinstance(item, dict)]
+    problems += _duplicates(evidence_ids, ("signatures",), "evidence id (signatures, conditions and frames share one namespace)")
+    known = set(evidence_ids)
+    for index, step in enumerate(data.get("steps") or []):
+        if not isinstance(step, dict):
+            continue
+        for e_index, ref in enumerate(step.get("evidence") or []):
+            if isinstance(ref, str) and ref not in known:
+                problems.append((("steps", index, "evidence", e_index), f"'{ref}' is not the id of a signature, condition or frame of this case"))
+    problems += _duplicates([s.get("anchor") for s in data.get("steps") or [] if isinstance(s, dict)], ("steps",), "step anchor")
+    return problems
+
+
+def example_text(example: Any) -> str:
+    """An example is a line, or `{text, release}` naming the program release that prints it."""
+    return example.get("text", "") if isinstance(example, dict) else example
+
+
+def frame_check(frame: dict, path: tuple) -> list[Problem]:
+    """A frame pattern matches one stack frame written `path/to/file.py:function`."""
+    pattern = frame.get("pattern")
+    if not isinstance(pattern, str):
+        return []
+    try:
+        compiled = re.compile(pattern)
+    except re.error as err:
+        return [(path + ("pattern",), f"pattern does not compile: {err}")]
+    problems: list[Problem] = [(path + ("pattern",), m) for m in pattern_risks(pattern) if "fixed piece" not in m]
+    depth = frame.get("depth")
+    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= 50):
+        problems.append((path + ("depth",), "depth must be a whole number from 1 to 50"))
+    for index, example in enumerate(frame.get("examples") or []):
+        if isinstance(example, str) and not compiled.search(example):
+            problems.append((path + ("examples", index), "pattern does not match this example"))
+    return problems
+
+
+def harmless_check(data: Any) -> list[Problem]:
+    """Every schema problem in one known-harmless entry."""
+    if not isinstance(data, dict):
+        return [((), "a harmless entry must be a mapping of field names to values")]
+    problems = _check_mapping(data, HARMLESS_FIELDS, ())
+    if not problems:
+        problems += signature_check(data, ())
     return problems
 
 
@@ -134,6 +273,7 @@ def signature_check(signature: dict, path: tuple) -> list[Problem]:
         if not FACT_NAME_RE.match(name):
             problems.append((path + ("pattern",), f"named group '{name}' must be snake_case (it becomes a fact name)"))
     for index, example in enumerate(signature.get("examples") or []):
+        example = example_text(example)
         if isinstance(example, str) and not compiled.search(example):
             problems.append((path + ("examples", index), "pattern does not match this example"))
     return problems
@@ -235,6 +375,20 @@ def _check_value(value: Any, spec: Field, path: tuple, name: str) -> list[Proble
         return problems
     if kind == "tags":
         return _check_tags(value, path)
+    if kind == "mapping":
+        return _run_check(spec, value, path)
+    if kind == "any":
+        return []
+    if kind == "examples":
+        if not isinstance(value, list) or len(value) < spec.min_items:
+            return [(path, f"'{name}' must be a list of at least {spec.min_items} example(s)")]
+        problems = []
+        for index, item in enumerate(value):
+            if isinstance(item, dict):
+                problems += _check_mapping(item, spec.fields or {}, path + (index,))
+            elif not isinstance(item, str) or not item.strip():
+                problems.append((path + (index,), f"items of '{name}' are lines, or mappings with text and release"))
+        return problems
     raise AssertionError(f"unknown field kind {kind}")
 
 

@@ -59,8 +59,11 @@ FACT_RULES: tuple[Pattern, ...] = (
     _rule("hosts", r"^(?:\[\S+\] )?([A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] NCCL", "set"),
     _rule("world_size", r"\bnranks (\d+)", "max"),
     _rule("world_size", r"[Ww]orld[ _]size[:= ]{1,3}(\d+)", "max"),
+    _rule("world_size", r"\bWORLD_SIZE[=:] ?'?(\d+)", "max"),
     _rule("world_size", r"num_processes\W{1,4}(\d+)", "max"),
-    _rule("world_size", r"\bmpirun\b.*? -np (\d+)", "max"),
+    _rule("world_size", r"\b(?:mpirun|mpiexec)\b[^\n]{0,1000}? -(?:np|n|c) (\d+)", "max"),
+    _rule("world_size", r"\bsrun\b[^\n]{0,1000}? (?:-n ?|--ntasks[= ])(\d+)", "max"),
+    _rule("world_size", r"\bSLURM_NTASKS=(\d+)", "max"),
     _rule("store_timeout_s", r"Timed out after (\d+) seconds waiting for clients", "first"),
     _rule("process_groups", r"\[PG (?:ID )?(\d+)[^\]\n]{0,60}? Rank \d+\]", "set"),
 )
@@ -102,9 +105,21 @@ STAGES = _table((
     ("training", r"\*\*\*\*\* Running training \*\*\*\*\*| iteration +\d+/ *\d+ \|"),
     ("saving checkpoint", r"[Ss]aving (?:model )?checkpoint|saving checkpoint at iteration"),
     ("building extension", r"Building extension module|Emitting ninja build file|PyTorch extensions root"),
+    ("building datasets", r"> building train, validation, and test datasets"),
+    ("building dataset indices", r"building the indices on rank 0|Build and save the (?:document|sample|shuffle) index"),
+))
+
+# Markers that a stage finished: the job got past it, so it is not where the job hangs.
+STAGES_DONE = _table((
+    ("compiling and loading fused kernels", r">>> done with compiling and loading fused kernels"),
+    ("compiling dataset index builder", r">>> done with dataset index builder"),
+    ("initializing torch distributed", r"> initialized tensor model parallel with size"),
+    ("building datasets", r"> finished creating \w+ datasets"),
+    ("creating trainer", r"\*\*\*\*\* Running training \*\*\*\*\*"),
 ))
 
 WATCHDOG_RE = re.compile(
+    r"(?:\[PG (?:ID )?(?P<pg>\d+)[^\]\n]{0,80}? )?"
     r"Rank (?P<rank>\d+)\] Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), "
     r"OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel_in>-?\d+), NumelOut=(?P<numel_out>-?\d+))?"
     r"[^)\n]{0,200}?, Timeout\(ms\)=(?P<timeout>\d+)\) ran for (?P<ran>\d+) milliseconds")
@@ -112,8 +127,9 @@ WATCHDOG_RE = re.compile(
 # watchdog at work"; newer code says "NCCL error is detected by watchdog at work" for errors.
 PROGRESS_RE = re.compile(
     r"Rank (?P<rank>\d+)\] (?:Timeout at NCCL work|Exception \(either an error or timeout\) detected by watchdog "
-    r"at work|NCCL error is detected by watchdog at work): (?P<seq>\d+), last enqueued NCCL work: (?P<enqueued>-?\d+), "
-    r"last completed NCCL work: (?P<completed>-?\d+)")
+    r"at work|NCCL error is detected by watchdog at work|[^\n]{0,60}?failure detected by watchdog at work sequence id)"
+    r": (?P<seq>\d+)[^\n]{0,80}? last enqueued (?:NCCL )?work: (?P<enqueued>-?\d+), "
+    r"last completed (?:NCCL )?work: (?P<completed>-?\d+)")
 RANK_PREFIX_RE = re.compile(r"\[rank(\d+)\]:")
 # PyTorch >= 2.2 prefixes each line with "[rankN]:"; checking these as literals in the scanner's one pass
 # is far cheaper than collecting every prefix of a long log.
@@ -134,14 +150,16 @@ class RankState:
     last_enqueued: int | None = None
     last_completed: int | None = None
     line: int | None = None
+    pg: str | None = None
 
 
 @functools.cache
 def fact_literals() -> frozenset[tuple[str, bool]]:
     """Every literal the fact rules look for, so a scanner can check them all in one pass."""
-    patterns = FACT_RULES + LAUNCHERS + FRAMEWORKS + STAGES
+    patterns = FACT_RULES + LAUNCHERS + FRAMEWORKS + STAGES + STAGES_DONE
     found = {(lit, False) for p in patterns for lit in p.literals}
-    return frozenset(found | {(lit, False) for lit in WATCHDOG_LITERALS + PROGRESS_LITERALS + RANK_PREFIXES})
+    extra = WATCHDOG_LITERALS + PROGRESS_LITERALS + RANK_PREFIXES + ("--nproc", "--num_gpus", "]<stderr>:", "]<stdout>:")
+    return frozenset(found | {(lit, False) for lit in extra})
 
 
 def facts_extract(scanner: TextScanner, lines: LineLocator) -> tuple[dict[str, Any], dict[int, RankState]]:
@@ -163,6 +181,9 @@ def facts_extract(scanner: TextScanner, lines: LineLocator) -> tuple[dict[str, A
     stage = _last_stage(scanner)
     if stage:
         facts["stage"] = stage
+    done = [p.name for p in STAGES_DONE if next(p.matches(scanner), None)]
+    if done:
+        facts["stages_done"] = done
     ranks = ranks_extract(scanner, lines)
     if ranks:
         ops = sorted({r.op for r in ranks.values() if r.op})
@@ -177,10 +198,38 @@ def facts_extract(scanner: TextScanner, lines: LineLocator) -> tuple[dict[str, A
         if seqs:
             facts["seq_num"] = seqs[0] if len(seqs) == 1 else seqs
         facts["timed_out_ranks"] = sorted(r for r, s in ranks.items() if s.op or s.last_completed is not None)
+    launched = _launch_world_size(scanner)
+    if launched:
+        facts["world_size"] = max(launched, facts.get("world_size", 0))
     seen = _ranks_seen(scanner, ranks)
     if seen:
         facts["ranks"] = seen
     return facts, ranks
+
+
+_NPROC_RE = re.compile(r"--nproc[_-]per[_-]node[= ](\d{1,4})\b")
+_NNODES_RE = re.compile(r"--nnodes[= ](\d{1,5})(?::(\d{1,5}))?\b")
+_NUM_GPUS_RE = re.compile(r"--num_gpus[= ](\d{1,4})\b")
+_NUM_NODES_RE = re.compile(r"--num_nodes[= ](\d{1,5})\b")
+
+
+def _launch_world_size(scanner: TextScanner) -> int | None:
+    """World size from a torchrun (`--nnodes N --nproc_per_node M`) or deepspeed (`--num_nodes N
+    --num_gpus M`) launch line: nodes times processes per node. An elastic range `--nnodes 2:4` gives
+    no size."""
+    text = scanner.text
+    size = 0
+    for literal, per_node, nodes_re in (("--nproc", _NPROC_RE, _NNODES_RE), ("--num_gpus", _NUM_GPUS_RE, _NUM_NODES_RE)):
+        for start, end in scanner.lines_with(literal):
+            end = min(end, start + 4096)
+            per = per_node.search(text, start, end)
+            if not per:
+                continue
+            nodes = nodes_re.search(text, start, end)
+            if nodes and nodes.lastindex == 2 and nodes.group(2) and nodes.group(2) != nodes.group(1):
+                continue
+            size = max(size, int(per.group(1)) * (int(nodes.group(1)) if nodes else 1))
+    return size or None
 
 
 MAX_FACT_LINES = 2000  # set-valued facts (hosts, interfaces) are complete long before this in real logs
@@ -229,6 +278,7 @@ def ranks_extract(scanner: TextScanner, lines: LineLocator) -> dict[int, RankSta
             state.numel_out = int(m["numel_out"]) if m["numel_out"] else None
             state.timeout_ms, state.ran_ms = int(m["timeout"]), int(m["ran"])
             state.line = lines.line_number(m.start())
+            state.pg = m["pg"]
     for m in scanner.matches(PROGRESS_RE, PROGRESS_LITERALS):
         rank = int(m["rank"])
         state = ranks.setdefault(rank, RankState(rank=rank))
@@ -238,11 +288,24 @@ def ranks_extract(scanner: TextScanner, lines: LineLocator) -> dict[int, RankSta
     return ranks
 
 
+_TAG_OUTPUT_RE = re.compile(r"\[\d{1,5},(\d{1,5})\]<std(?:out|err)>:")
+_SRUN_LABEL_RE = re.compile(r"^(\d{1,5}): ", re.MULTILINE)
+
+
 def _ranks_seen(scanner: TextScanner, ranks: dict[int, RankState]) -> list[int]:
+    """Every rank the log shows: watchdog lines, PyTorch's `[rankN]:` prefix, mpirun --tag-output's
+    `[job,rank]<stderr>:` and srun --label's `N: ` (when most lines carry it)."""
     seen = set(ranks)
+    text = scanner.text
     present = scanner.present_among(RANK_PREFIXES)
     if present is not None and f"[rank{len(RANK_PREFIXES) - 1}]:" not in present:
         seen.update(int(prefix[5:-2]) for prefix in present)
-    elif "[rank" in scanner.text:
-        seen.update(int(r) for r in set(RANK_PREFIX_RE.findall(scanner.text)))
+    elif "[rank" in text:
+        seen.update(int(r) for r in set(RANK_PREFIX_RE.findall(text)))
+    if scanner.present_among(("]<stderr>:", "]<stdout>:")) != set():
+        seen.update(int(r) for r in set(_TAG_OUTPUT_RE.findall(text)))
+    head = text[:65536]
+    labelled = len(_SRUN_LABEL_RE.findall(head))
+    if labelled >= 4 and labelled * 2 >= head.count("\n"):
+        seen.update(int(r) for r in set(_SRUN_LABEL_RE.findall(text)))
     return sorted(seen)

@@ -23,6 +23,9 @@ except ImportError:  # pragma: no cover
 
 MIN_LITERAL = 3
 MAX_BACKWARD_LINES = 200  # last_match gives up on a literal after this many non-matching candidate lines
+# Regexes see at most this much of one line: the messages they look for are far shorter, and the cap keeps
+# every pattern linear in the input whatever a hostile line holds (a 5 MB line costs one slice).
+MAX_LINE_SCAN = 4096
 
 
 def required_literals(pattern: str, ignorecase: bool = False) -> tuple[str, ...]:
@@ -193,7 +196,7 @@ class TextScanner:
         search = regex.search
         text = self.text
         for start, end in spans:
-            match = search(text, start, end)
+            match = search(text, start, min(end, start + MAX_LINE_SCAN))
             if match is not None:
                 yield match
 
@@ -212,7 +215,7 @@ class TextScanner:
                     break
                 start = text.rfind("\n", 0, pos) + 1
                 end = text.find("\n", pos)
-                match = regex.search(text, start, len(text) if end == -1 else end)
+                match = regex.search(text, start, min(len(text) if end == -1 else end, start + MAX_LINE_SCAN))
                 if match is not None:
                     if best is None or match.start() > best.start():
                         best = match

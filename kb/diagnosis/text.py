@@ -6,7 +6,10 @@ space so a redrawn tqdm line stays one line.
 from __future__ import annotations
 
 import bisect
+import html
 import re
+from collections import Counter
+from dataclasses import dataclass, field
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 
@@ -34,6 +37,97 @@ def log_decode(data: bytes | str) -> str:
     return log_text(data)[0]
 
 
+# Pastes are repaired only up to this size: a bigger input is a file written by a program, not a copy
+# from a terminal or a web page, and is scanned as it is (the repair walks every line in Python).
+REPAIR_LIMIT = 8 * 1024 * 1024
+_ENTITY_RE = re.compile(r"&(?:gt|lt|quot|amp|#39|#x27|apos|nbsp);")
+_WRAP_MIN, _WRAP_MAX = 60, 400
+_RECORD = "WorkNCCL("
+
+
+def _record_open(line: str) -> bool:
+    """A watchdog line cut inside its WorkNCCL(...) record: the record's fields continue on the next line."""
+    start = line.find(_RECORD)
+    if start == -1:
+        return False
+    rest = line[start + len(_RECORD) - 1:]
+    return rest.count("(") > rest.count(")")
+
+
+@dataclass
+class Repaired:
+    """Text after paste repair, and the offsets (in the repaired text) where a line break was removed, so
+    line numbers still count the lines of the input."""
+    text: str
+    joins: list[int] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def paste_repair(text: str) -> Repaired:
+    """Undo what copying does to a log: HTML escaping from a web page, and hard wrapping at the terminal's
+    width (every line of exactly the widest length continues on the next). Leaves program-written logs as
+    they are."""
+    if len(text) > REPAIR_LIMIT:
+        return Repaired(text)
+    notes: list[str] = []
+    if "&" in text:
+        entities = len(_ENTITY_RE.findall(text))
+        if entities and (entities >= 3 or "&gt;" in text or "&quot;" in text):
+            text = html.unescape(text)
+            notes.append("HTML entities (&gt;, &quot;, ...) were unescaped")
+    lines = text.split("\n")
+    width = _wrap_width(lines)
+    if width is None and not any(_record_open(line) for line in lines if _RECORD in line):
+        return Repaired(text, notes=notes)
+    out: list[str] = []
+    joins: list[int] = []
+    offset = 0
+    pending = ""
+    for index, line in enumerate(lines):
+        current = pending + line
+        last = index == len(lines) - 1
+        wrapped = width is not None and len(line) == width and not last and _continues(line, lines[index + 1])
+        open_record = not wrapped and _RECORD in current and _record_open(current) and len(current) < 4000
+        if not last and (wrapped or open_record):
+            # A word wrap eats the space after a field separator; a terminal wrap cuts anywhere and keeps it.
+            nxt = lines[index + 1]
+            pending = current + (" " if open_record and line.endswith((",", ";")) and not nxt.startswith(" ") else "")
+            joins.append(offset + len(pending))
+            continue
+        pending = ""
+        out.append(current)
+        offset += len(current) + 1
+    if joins:
+        notes.append(f"{len(joins)} hard-wrapped line break(s) were re-joined" + (f" (width {width})" if width else ""))
+    return Repaired("\n".join(out), joins, notes)
+
+
+# How a log line begins: a launcher or logger prefix, a timestamp, a glog header, an NCCL host:pid:tid.
+_LINE_START_RE = re.compile(r"\s*(?:\[|\d{4}-\d\d-\d\d|[EWIF]\d{4} |[A-Za-z0-9_.-]{1,64}:\d+:\d+ \[|Traceback|File \"|#\d)")
+
+
+def _continues(line: str, following: str) -> bool:
+    """A full-width line continues on the next when the next does not start a line of its own (lines of
+    one format that happen to share the widest length each start the same way)."""
+    if following[:8] == line[:8] or not following.strip():
+        return False
+    return _LINE_START_RE.match(following) is None
+
+
+def _wrap_width(lines: list[str]) -> int | None:
+    """The terminal width a paste was hard-wrapped at: the longest line length, shared by at least two
+    different lines, with no line longer. None for a log that was not wrapped."""
+    lengths = Counter(len(line) for line in lines if len(line) >= _WRAP_MIN)
+    if not lengths:
+        return None
+    widest = max(lengths)
+    if widest > _WRAP_MAX or lengths[widest] < 2:
+        return None
+    if len({line for line in lines if len(line) == widest}) < 2:
+        return None
+    return widest
+
+
 class LineLocator:
     """Maps character offsets in a text to 1-based line numbers and line contents.
 
@@ -41,13 +135,19 @@ class LineLocator:
     evidence lines in a 50 MB log cost one pass at most, and no table of every line is built.
     """
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, joins: list[int] | None = None) -> None:
         self.text = text
+        self._joins = joins or []  # offsets where a repair removed a line break (see paste_repair)
         self._newlines = text.count("\n")
         # sorted (offset, line number) checkpoints; the end is known from the newline count
         self._known: list[tuple[int, int]] = [(0, 1), (len(text), self._newlines + 1)]
 
     def line_number(self, offset: int) -> int:
+        """The input's line number at `offset`: newlines before it, plus the breaks a repair removed."""
+        line = self._text_line(offset)
+        return line + bisect.bisect_right(self._joins, offset) if self._joins else line
+
+    def _text_line(self, offset: int) -> int:
         """Count newlines from the nearest known checkpoint, before or after `offset`."""
         index = bisect.bisect_right(self._known, (offset, float("inf"))) - 1
         below_offset, below_line = self._known[index]
@@ -71,4 +171,4 @@ class LineLocator:
     def line_count(self) -> int:
         if not self.text:
             return 0
-        return self._newlines + (0 if self.text.endswith("\n") else 1)
+        return self._newlines + len(self._joins) + (0 if self.text.endswith("\n") else 1)

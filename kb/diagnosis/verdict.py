@@ -1,8 +1,14 @@
-"""The multi-rank verdict: from what each rank's watchdog said, which ranks hold the job up."""
+"""The multi-rank verdict: from what each rank's watchdog said, which ranks hold the job up.
+
+Its findings are also facts (silent_ranks, behind_ranks, ranks_disagree, first_collective) that case
+conditions score, so the verdict changes which case wins, not only what the page says.
+"""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
+from kb.diagnosis.events import Failure
 from kb.diagnosis.facts import RankState
 
 
@@ -13,11 +19,13 @@ class RankVerdict:
     silent: list[int]
     disagree: bool
     table: list[dict]
+    groups: list[dict] = field(default_factory=list)
+    first_collective: bool = False
 
 
-def rank_verdict(ranks: dict[int, RankState], world_size: int | None) -> RankVerdict | None:
+def rank_verdict(ranks: dict[int, RankState], world_size: int | None, failure: Failure | None = None) -> RankVerdict | None:
     """Say which ranks are behind (lowest progress), which never reported, and whether ranks disagree on
-    the collective at the same sequence number. None when no rank reported a watchdog timeout."""
+    the collective at the same or adjacent sequence number. None when no rank reported a watchdog timeout."""
     reporting = {r: s for r, s in ranks.items() if s.op or s.last_completed is not None}
     if not reporting:
         return None
@@ -25,29 +33,105 @@ def rank_verdict(ranks: dict[int, RankState], world_size: int | None) -> RankVer
     progress = {r: _progress(s) for r, s in reporting.items()}
     lowest = min(progress.values())
     behind = sorted(r for r, p in progress.items() if p == lowest) if len(set(progress.values())) > 1 else []
-    by_seq: dict[int, set[str]] = {}
-    for state in reporting.values():
-        if state.seq is not None and state.op:
-            by_seq.setdefault(state.seq, set()).add(state.op)
-    disagree = any(len(ops) > 1 for ops in by_seq.values())
+    disagree = _disagree(reporting)
+    silent = _silent(reporting, world_size)
+    seqs = [s.seq for s in reporting.values() if s.seq is not None]
+    first = bool(seqs) and max(seqs) <= 1 and len({s.pg for s in reporting.values()}) == 1
     size = max(world_size or 0, max(reporting) + 1)
-    silent = sorted(set(range(size)) - set(reporting)) if world_size else []
 
     parts = [f"{_ranks_text(sorted(reporting))} timed out"]
     ops = sorted({s.op for s in reporting.values() if s.op})
-    seqs = sorted({s.seq for s in reporting.values() if s.seq is not None})
     if ops and seqs:
-        parts[0] += f" in {'/'.join(ops)} (SeqNum {', '.join(map(str, seqs))})"
+        parts[0] += f" in {'/'.join(ops)} (SeqNum {', '.join(map(str, sorted(set(seqs))))})"
+    if first:
+        parts.append("every one of them was in its first collective: the ranks never completed a single "
+                     "collective together, which points at the platform (network, GPUs, a rank still starting), not the model")
     if behind:
         parts.append(f"{_ranks_text(behind)} had made the least progress and {'is' if len(behind) == 1 else 'are'} behind the others")
     if disagree:
-        parts.append("ranks disagree on the collective at the same SeqNum: the code paths differ between ranks (a desync)")
+        parts.append("ranks were in different collectives at the same or adjacent SeqNum: the code paths differ between ranks (a desync)")
     if silent:
         parts.append(f"{_ranks_text(silent)} of {size} never reported a timeout: "
                      f"{'it is' if len(silent) == 1 else 'they are'} most likely where the job is stuck")
+    if failure is not None:
+        parts.insert(0, failure_text(failure) + f"; the {len(reporting)} timeout(s) that follow are its effect")
     summary = "; ".join(parts) + "."
-    return RankVerdict(summary=summary[0].upper() + summary[1:], behind=behind, silent=silent,
-                       disagree=disagree, table=table)
+    return RankVerdict(summary=summary[0].upper() + summary[1:], behind=behind, silent=silent, disagree=disagree,
+                       table=table, groups=_groups(reporting, silent, behind), first_collective=first)
+
+
+def failure_text(failure: Failure) -> str:
+    who = f"rank {failure.rank}" if failure.rank is not None else "a process"
+    what = {
+        "sigkill": "was killed with SIGKILL (the kernel's out-of-memory killer or the scheduler)",
+        "oom-kill": "was killed by the kernel's out-of-memory killer",
+        "signal": "crashed on a signal",
+        "cuda-error": "hit a CUDA error",
+        "ecc-error": "hit an uncorrectable GPU memory (ECC) error",
+        "exception": f"raised an exception ({failure.text[:120]})",
+    }.get(failure.kind, "failed")
+    when = f" at {failure.time}" if failure.time else ""
+    return f"{who} {what}{when} (line {failure.line})"
+
+
+def verdict_facts(verdict: RankVerdict | None) -> dict[str, Any]:
+    if verdict is None:
+        return {}
+    return {"silent_ranks": verdict.silent, "behind_ranks": verdict.behind,
+            "ranks_disagree": verdict.disagree, "first_collective": verdict.first_collective}
+
+
+def _disagree(reporting: dict[int, RankState]) -> bool:
+    """Different ops at the same or adjacent SeqNum of one process group: ranks issued different code paths."""
+    by_pg: dict[Any, dict[int, set[str]]] = {}
+    for state in reporting.values():
+        if state.seq is not None and state.op:
+            by_pg.setdefault(state.pg, {}).setdefault(state.seq, set()).add(state.op)
+    for by_seq in by_pg.values():
+        for seq, ops in by_seq.items():
+            if len(ops) > 1:
+                return True
+            nxt = by_seq.get(seq + 1)
+            if nxt and nxt != ops:
+                return True
+    return False
+
+
+def _silent(reporting: dict[int, RankState], world_size: int | None) -> list[int]:
+    """Ranks of the world that printed no timeout. Without a world size, the gaps below the highest rank
+    that reported, once at least two ranks reported (one pasted line says nothing about the others)."""
+    if world_size:
+        return sorted(set(range(max(world_size, max(reporting) + 1))) - set(reporting))
+    if len(reporting) < 2:
+        return []
+    return sorted(set(range(max(reporting) + 1)) - set(reporting))
+
+
+def _groups(reporting: dict[int, RankState], silent: list[int], behind: list[int]) -> list[dict]:
+    """Ranks grouped by where they are (collective, SeqNum, last completed), largest group first; the
+    silent ranks and the ranks behind are the odd ones out."""
+    by_state: dict[tuple, list[int]] = {}
+    for rank, state in reporting.items():
+        by_state.setdefault((state.pg, state.op, state.seq, state.last_completed), []).append(rank)
+    groups = []
+    for (pg, op, seq, completed), members in by_state.items():
+        where = f"{op or 'a collective'}" + (f" #{seq}" if seq is not None else "")
+        if completed is not None:
+            where += f", last completed {completed}"
+        if pg is not None:
+            where += f" (process group {pg})"
+        groups.append({"ranks": sorted(members), "where": where, "state": "timed out",
+                       "odd": any(r in behind for r in members)})
+    if silent:
+        groups.append({"ranks": silent, "where": "no timeout line", "state": "silent", "odd": True})
+    groups.sort(key=lambda g: (g["odd"], -len(g["ranks"]), g["ranks"][0]))
+    if len(groups) > 1:
+        largest = max(len(g["ranks"]) for g in groups)
+        for g in groups:
+            g["odd"] = g["odd"] or len(g["ranks"]) < largest
+    for g in groups:
+        g["label"] = _ranks_text(g["ranks"])
+    return groups
 
 
 def _progress(state: RankState) -> int:

@@ -21,6 +21,7 @@ from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
 from whoosh.query import Or, Term
 from whoosh.scoring import BM25F
 
+from kb.content.schema import example_text
 from kb.search.analysis import log_analyzer, query_terms
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ def case_search_fields(doc: "CaseDoc") -> dict[str, str]:
     """The text of one case as the index sees it."""
     meta = doc.meta
     signature_text = "\n".join(
-        f"{s['description']}\n" + "\n".join(s.get("examples") or []) for s in meta["signatures"]
+        f"{s['description']}\n" + "\n".join(example_text(e) for e in s.get("examples") or []) for s in meta["signatures"]
     )
     return {
         "slug": doc.slug,

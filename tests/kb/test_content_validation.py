@@ -34,7 +34,8 @@ def test_unknown_field_points_at_its_line(tmp_path):
     text = case_text("test-case", front=front(**{"symptoms:\n": "colour: blue\nsymptoms:\n"}))
     assert errors_for(tmp_path, text) == [
         f"content/cases/test-case.md:{line_of(text, 'colour:')}: unknown field 'colour' "
-        "(allowed: slug, title, summary, aliases, tags, applies_to, symptoms, signatures, related, references, last_reviewed)"]
+        "(allowed: slug, title, summary, aliases, tags, applies_to, symptoms, signatures, related, references, last_reviewed, "
+            "reviewed_against, guide, do_first, conditions, frames, steps)"]
 
 
 def test_malformed_slug_is_reported(tmp_path):

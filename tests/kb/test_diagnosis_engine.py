@@ -7,7 +7,7 @@ from kb.diagnosis.engine import confidence_from, log_diagnose
 from kb.diagnosis import scanning
 from kb.diagnosis.facts import fact_literals, facts_extract
 from kb.diagnosis.scanning import TextScanner, required_literal_groups
-from kb.diagnosis.signatures import signatures_compile
+from kb.diagnosis.rules import rules_compile
 from kb.diagnosis.text import LineLocator, log_decode
 
 LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
@@ -31,7 +31,7 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def signatures():
-    return signatures_compile(CASES)
+    return rules_compile(CASES)
 
 
 def read(name: str) -> bytes:
@@ -85,7 +85,7 @@ def test_verdict_names_the_rank_that_never_timed_out(signatures):
 def test_verdict_flags_ranks_running_different_collectives_at_the_same_seqnum(signatures):
     diagnosis = log_diagnose([("log", read("desync_ops_differ_torch21.log"))], signatures)
     assert diagnosis.verdict.disagree is True
-    assert "disagree on the collective" in diagnosis.verdict.summary
+    assert "different collectives at the same or adjacent SeqNum" in diagnosis.verdict.summary
 
 
 def test_named_groups_become_facts(signatures):

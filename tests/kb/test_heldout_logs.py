@@ -11,8 +11,9 @@ import pytest
 import yaml
 
 from kb.content.cases import case_files_read
+from kb.content.harmless import harmless_files_read
 from kb.diagnosis.engine import CONFIDENT, log_diagnose
-from kb.diagnosis.signatures import signatures_compile
+from kb.diagnosis.rules import rules_compile
 
 REPO = Path(__file__).resolve().parents[2]
 CONTENT = REPO / "content"
@@ -24,7 +25,7 @@ EXPECTED = yaml.safe_load((HELDOUT / "expected.yaml").read_text(encoding="utf-8"
 def signatures():
     docs, errors = case_files_read(CONTENT)
     assert not errors, [str(e) for e in errors]
-    return signatures_compile([{"slug": d.slug, "signatures": d.meta["signatures"]} for d in docs])
+    return rules_compile([{**d.meta, "slug": d.slug} for d in docs], [h.meta for h in harmless_files_read(CONTENT)[0]])
 
 
 @pytest.fixture(scope="module")

@@ -13,13 +13,13 @@ from hypothesis import given, strategies as st
 
 from kb.content.cases import case_files_read
 from kb.content.frontmatter import FrontMatterError, front_matter_split
-from kb.content.schema import case_front_matter_check
+from kb.content.schema import case_front_matter_check, example_text
 from kb.diagnosis.engine import log_diagnose
-from kb.diagnosis.signatures import signatures_compile
+from kb.diagnosis.rules import rules_compile
 from kb.search.analysis import query_terms
 
 DOCS = case_files_read(Path(settings.CONTENT_DIR))[0]
-SIGNATURES = signatures_compile([{"slug": d.slug, "signatures": d.meta["signatures"]} for d in DOCS])
+SIGNATURES = rules_compile([{**d.meta, "slug": d.slug} for d in DOCS])
 ALL_SIGNATURES = [(d.slug, s) for d in DOCS for s in d.meta["signatures"]]
 
 
@@ -38,7 +38,7 @@ def adversarial_lines(example: str) -> list[str]:
 def test_every_signature_stays_fast_on_adversarial_lines(slug, signature):
     flags = re.IGNORECASE if "ignorecase" in (signature.get("flags") or []) else 0
     regex = re.compile(signature["pattern"], flags)
-    for line in adversarial_lines(signature["examples"][0]):
+    for line in adversarial_lines(example_text(signature["examples"][0])):
         started = time.perf_counter()
         regex.search(line)
         assert time.perf_counter() - started < 1.0, f"{slug}:{signature['id']} backtracks on a long line"
@@ -62,7 +62,7 @@ def test_diagnosis_never_raises_on_random_bytes(data):
     assert all(0 <= m.confidence <= 1 for m in result.matches)
 
 
-@given(st.lists(st.sampled_from([ex for _, s in ALL_SIGNATURES for ex in s["examples"]]), max_size=6),
+@given(st.lists(st.sampled_from([example_text(ex) for _, s in ALL_SIGNATURES for ex in s["examples"]]), max_size=6),
        st.text(max_size=200))
 def test_diagnosis_of_shuffled_real_lines_with_noise_never_raises(lines, noise):
     text = "\n".join(lines + [noise])

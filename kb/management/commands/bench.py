@@ -7,7 +7,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from kb.benchmark import TYPICAL_ERRORS, bench_log_write, best_of, grep_seconds, latency_summary
-from kb.diagnose import diagnosis_run, signatures_current
+from kb.diagnose import diagnosis_run, rules_current
 from kb.search.index import search, search_cache_clear
 
 
@@ -19,7 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("--runs", type=int, default=3)
 
     def handle(self, *args, megabytes: int, runs: int, **options) -> None:
-        signatures_current()  # compile once, outside the timing, as a long-running server does
+        rules_current()  # compile once, outside the timing, as a long-running server does
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "bench.log"
             size = bench_log_write(path, size_bytes=megabytes * 1024 * 1024)

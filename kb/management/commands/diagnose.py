@@ -6,7 +6,6 @@ import json
 import sys
 from pathlib import Path
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from kb.diagnose import diagnosis_json, diagnosis_run
@@ -20,8 +19,10 @@ class Command(BaseCommand):
         parser.add_argument("paths", nargs="+", help="log files of one job; '-' reads standard input")
         parser.add_argument("--json", action="store_true", help="print the JSON of the diagnosis contract")
         parser.add_argument("--top", type=int, default=5, help="how many cases to list (default 5)")
+        parser.add_argument("--max-bytes", type=int, default=None,
+                            help="refuse inputs larger than this (no limit by default: the web limit is for uploads)")
 
-    def handle(self, *args, paths: list[str], json: bool, top: int, **options) -> None:
+    def handle(self, *args, paths: list[str], json: bool, top: int, max_bytes: int | None, **options) -> None:
         if top < 1:
             raise CommandError("--top must be at least 1")
         sources = []
@@ -35,8 +36,8 @@ class Command(BaseCommand):
                     raise CommandError(f"no such file: {path}")
                 data = file.read_bytes()
                 name = file.name
-            if len(data) > settings.KB_MAX_LOG_BYTES:
-                raise CommandError(f"{path} is {len(data)} bytes; the limit is {settings.KB_MAX_LOG_BYTES} (KB_MAX_LOG_BYTES)")
+            if max_bytes is not None and len(data) > max_bytes:
+                raise CommandError(f"{path} is {len(data)} bytes; --max-bytes is {max_bytes}")
             sources.append((name, data))
         result = diagnosis_json(diagnosis_run(sources, top=top))
         if json:
@@ -53,15 +54,28 @@ def _text(result: dict) -> str:
     out = []
     stats = result["stats"]
     out.append(f"Read {stats['lines']} lines ({stats['bytes']} bytes) in {stats['ms']} ms.")
-    if not any(m["confidence"] >= CONFIDENT for m in result["matches"]):
-        out.append("No known case explains this log with confidence.")
+    confident = [m for m in result["matches"] if m["confidence"] >= CONFIDENT]
+    if "first_failure" in result:
+        out.append(f"First failure: {result['first_failure']['summary']}.")
+    if confident and confident[0]["kind"] == "guide":
+        out.append("Not enough to tell why: the log shows a timeout and nothing that explains it. "
+                   f"Next step: {confident[0]['title']} ({confident[0]['url']}).")
+    elif not confident:
+        out.append("No failure found in this log: every suspicious line is a known-harmless message."
+                   if result["harmless"] else "No known case explains this log with confidence.")
     for number, match in enumerate(result["matches"], 1):
-        out.append(f"\n{number}. {match['title']}  [{match['slug']}]  confidence {match['confidence']:.2f}")
+        kind = " (guide)" if match["kind"] == "guide" else ""
+        out.append(f"\n{number}. {match['title']}  [{match['slug']}]{kind}  confidence {match['confidence']:.2f}")
+        if match["fix_url"]:
+            out.append(f"   do this first: {match['fix_url']}")
         for evidence in match["evidence"][:6]:
             where = f"{evidence['file']}:" if "file" in evidence else ""
             out.append(f"   {where}{evidence['line']:>6}  {evidence['text'][:160]}")
     if "ranks" in result:
         out.append(f"\nRanks: {result['ranks']['summary']}")
+    for harmless in result["harmless"]:
+        where = f"{harmless['file']}:" if "file" in harmless else ""
+        out.append(f"\nNot the problem: {where}{harmless['line']}: {harmless['title']} ({harmless['url']})")
     if result["facts"]:
         out.append("\nFacts: " + ", ".join(f"{k}={v}" for k, v in result["facts"].items()))
     return "\n".join(out)

@@ -1,0 +1,116 @@
+"""Failures that come first: a rank killed by the kernel, a GPU fault, a crash or a Python exception
+explains the collective timeouts that follow it on the other ranks (cause before effect).
+
+torchrun's error summary names the first failure itself ("Root Cause (first observed failure)"), and it
+is read first; otherwise the earliest failure line of the log wins.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kb.diagnosis.scanning import TextScanner, required_literals
+from kb.diagnosis.stacks import Stack
+from kb.diagnosis.text import LineLocator
+
+
+@dataclass(frozen=True)
+class Failure:
+    kind: str  # sigkill | oom-kill | signal | cuda-error | ecc-error | exception
+    line: int
+    text: str
+    rank: int | None = None
+    time: str | None = None
+    source: str | None = None
+
+
+def _rule(kind: str, pattern: str) -> tuple[str, re.Pattern, tuple[str, ...]]:
+    return kind, re.compile(pattern), required_literals(pattern)
+
+
+# Lines that are failures in their own right, never the effect of another rank's timeout.
+FAILURE_RULES = (
+    _rule("oom-kill", r"Out of memory: Killed process \d+|Memory cgroup out of memory: Killed process \d+"),
+    _rule("oom-kill", r"\boom-kill:constraint=|\boom_reaper: reaped process \d+"),
+    _rule("sigkill", r"Signal 9 \(SIGKILL\) received by PID \d+"),
+    _rule("sigkill", r"died with <Signals\.SIGKILL: 9>|exited with code 137\b|exit code: 137\b"),
+    _rule("ecc-error", r"uncorrectable ECC error encountered"),
+    _rule("ecc-error", r"NVRM: Xid \([^)\n]{0,80}\): (?:48|63|64|92|94|95),"),
+    _rule("cuda-error", r"NVRM: Xid \([^)\n]{0,80}\): (?:74|79),|GPU has fallen off the bus"),
+    _rule("cuda-error", r"CUDA error: (?:an illegal memory access was encountered|unspecified launch failure|"
+                        r"an illegal instruction was encountered|misaligned address|uncorrectable NVLink error detected)"),
+    _rule("signal", r"Signal (?:4|7|11) \(SIG(?:ILL|BUS|SEGV)\) received by PID \d+|Fatal Python error: (?:Segmentation fault|Bus error)"),
+)
+LITERALS = tuple(lit for _, _, lits in FAILURE_RULES for lit in lits) + ("Root Cause (first observed failure)",)
+
+_ROOT_CAUSE = "Root Cause (first observed failure)"
+_TABLE_FIELD = re.compile(r"^\s{0,40}(?:\[\d+\]:?\s*)?(time|rank|exitcode|traceback)\s*:\s*([^\n]{1,300})$")
+_EXITCODE = re.compile(r"(-?\d+)")
+_SIGNALS = {-9: "sigkill", -7: "signal", -11: "signal", -4: "signal"}
+# An exception that reports a distributed timeout or abort is the effect, not the cause.
+_EFFECT_WORDS = ("imeout", "timed out", "Timed out", "DistBackendError", "DistNetworkError", "DistStoreError",
+                 "ChildFailedError", "KeyboardInterrupt", "SignalException", "NCCL", "ProcessGroup", "watchdog",
+                 "Connection", "Broken pipe", "SystemExit", "aborted", "Gloo")
+_RANK_NEAR = re.compile(r"\[(?:default|rank)(\d{1,5})\]:|\[Rank (\d{1,5})\]|\[\d{1,5},(\d{1,5})\]<std|\brank[ :=]{1,3}(\d{1,5})\b")
+_TIME = re.compile(r"(\d{4}-\d\d-\d\d[T _]\d\d:\d\d:\d\d)|[EWIF](\d{4} \d\d:\d\d:\d\d)|\[(\w{3} \w{3} {1,2}\d{1,2} \d\d:\d\d:\d\d \d{4})\]")
+
+
+def first_failure(scanner: TextScanner, lines: LineLocator, stacks: list[Stack],
+                  source: str | None = None) -> Failure | None:
+    """The failure that came first in one text: torchrun's own root cause when it printed one, else the
+    earliest failure line or non-distributed exception."""
+    root = _root_cause(scanner, lines, source)
+    if root is not None:
+        return root
+    found: list[tuple[int, Failure]] = []
+    for kind, regex, literals in FAILURE_RULES:
+        match = next(scanner.matches(regex, literals), None)
+        if match:
+            offset = match.start()
+            line_text = lines.line_text(offset, limit=300)
+            found.append((offset, Failure(kind, lines.line_number(offset), line_text, _rank_in(line_text),
+                                          _time_in(line_text), source)))
+    for stack in stacks:
+        if stack.kind == "traceback" and stack.exception and not any(w in stack.exception for w in _EFFECT_WORDS):
+            offset = stack.offset
+            found.append((offset, Failure("exception", stack.line, stack.exception, stack.rank, None, source)))
+            break
+    if not found:
+        return None
+    return min(found, key=lambda item: item[0])[1]
+
+
+def _root_cause(scanner: TextScanner, lines: LineLocator, source: str | None) -> Failure | None:
+    span = next(iter(scanner.lines_with(_ROOT_CAUSE)), None)
+    if span is None:
+        return None
+    text = scanner.text
+    fields: dict[str, str] = {}
+    pos = span[1] + 1
+    for _ in range(12):
+        end = text.find("\n", pos)
+        end = len(text) if end == -1 else end
+        match = _TABLE_FIELD.match(text, pos, min(end, pos + 400))
+        if match:
+            fields.setdefault(match.group(1), match.group(2).strip())
+        pos = end + 1
+        if pos >= len(text):
+            break
+    code = _EXITCODE.match(fields.get("exitcode", ""))
+    if not code:
+        return None
+    exitcode = int(code.group(1))
+    kind = _SIGNALS.get(exitcode, "exception" if exitcode > 0 else "signal")
+    rank = re.match(r"(\d+)", fields.get("rank", ""))
+    return Failure(kind, lines.line_number(span[0]), f"exitcode {exitcode}: {fields.get('traceback', '')}"[:300],
+                   int(rank.group(1)) if rank else None, fields.get("time"), source)
+
+
+def _rank_in(line: str) -> int | None:
+    match = _RANK_NEAR.search(line)
+    return int(next(g for g in match.groups() if g is not None)) if match else None
+
+
+def _time_in(line: str) -> str | None:
+    match = _TIME.search(line)
+    return next(g for g in match.groups() if g is not None) if match else None

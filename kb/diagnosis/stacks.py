@@ -1,0 +1,215 @@
+"""Read pasted stacks into frames a case can match: py-spy dumps, Python tracebacks (KeyboardInterrupt
+included), faulthandler dumps and gdb backtraces.
+
+A frame is written `path/to/file.py:function` (gdb: `file.cc:function`, or `library:function`, or the
+function alone), and every stack is kept innermost frame first, whatever order its format prints.
+Only the regions that start with a stack header are walked, so a large log without stacks costs a few
+substring searches.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from kb.diagnosis.scanning import TextScanner
+from kb.diagnosis.text import LineLocator
+
+MAX_STACKS = 256
+MAX_FRAMES = 200
+MAX_LINE = 2000  # longer lines are not frames; the regexes never see more than this
+
+# Where a stack starts, by format. Each header is also a scanner literal, so absent formats cost nothing.
+TRACEBACK = "Traceback (most recent call last):"
+FAULTHANDLER = "(most recent call first):"
+PYSPY_THREAD = re.compile(r"Thread (?:0x[0-9A-Fa-f]+|\d+) \((?:active|idle|active\+gil|gil)\)(?:: \"[^\"\n]{0,200}\")?\s*$")
+GDB_FIRST = "#0  "
+HEADER_LITERALS = (TRACEBACK, FAULTHANDLER, "Thread ", GDB_FIRST)
+
+_TRACEBACK_FRAME = re.compile(r'File "([^"\n]{1,500})", line \d+, in ([^\s]{1,200})')
+_FAULT_FRAME = re.compile(r'File "([^"\n]{1,500})", line \d+ in ([^\s]{1,200})')
+_PYSPY_FRAME = re.compile(r"^\s{2,}(\S{1,200}) \(([^()\s]{1,500}?)(?::\d+)?\)\s*$")
+_GDB_FRAME = re.compile(r"#(\d{1,4})\s+(?:0x[0-9a-fA-F]+ in )?([\w:~<>.@]{1,300}) \(")
+_GDB_WHERE = re.compile(r"\) (?:at ([^\s:]{1,300}):\d+|from (\S{1,300}))\s*$")
+# Prefixes launchers put before each line, with the rank they name.
+_RANK_PREFIX = re.compile(r"\[(?:default|rank)(\d{1,5})\]:|\[\d{1,5},(\d{1,5})\]<std(?:out|err)>:|^(\d{1,5}): ")
+_RANK_MENTION = re.compile(r"\brank[ _:=#]?(\d{1,5})\b", re.IGNORECASE)
+
+
+@dataclass
+class Stack:
+    """One thread's stack, innermost frame first, with the log line of each frame."""
+    kind: str  # traceback | faulthandler | py-spy | gdb
+    line: int
+    frames: list[str] = field(default_factory=list)
+    frame_lines: list[int] = field(default_factory=list)
+    rank: int | None = None
+    thread: str | None = None
+    exception: str | None = None  # the last line of a traceback
+    offset: int = 0  # where the stack starts in the text
+
+
+def frame_name(path: str, function: str) -> str:
+    """`/opt/venv/lib/python3.10/site-packages/torch/utils/file_baton.py`, `wait` → the path from the
+    package root on (`torch/utils/file_baton.py:wait`), so frames compare across installs."""
+    cut = max(path.rfind("site-packages/"), path.rfind("dist-packages/"))
+    if cut != -1:
+        path = path[path.index("/", cut) + 1:]
+    return f"{path}:{function}"
+
+
+def stacks_extract(scanner: TextScanner, lines: LineLocator) -> list[Stack]:
+    """Every stack in the text, in text order."""
+    text = scanner.text
+    starts: set[int] = set()
+    for literal in (TRACEBACK, FAULTHANDLER, GDB_FIRST):
+        for start, _ in scanner.lines_with(literal):
+            starts.add(start)
+    for start, end in scanner.lines_with("Thread "):
+        if PYSPY_THREAD.search(text, start, min(end, start + MAX_LINE)):
+            starts.add(start)
+    stacks: list[Stack] = []
+    for start in sorted(starts):
+        if len(stacks) >= MAX_STACKS:
+            break
+        stack = _stack_at(text, start, lines)
+        if stack is not None and stack.frames:
+            stacks.append(stack)
+    return stacks
+
+
+def _lines_from(text: str, start: int):
+    """(offset, line) from `start` on, lazily, each cut to MAX_LINE."""
+    pos = start
+    size = len(text)
+    while pos < size:
+        end = text.find("\n", pos)
+        if end == -1:
+            end = size
+        yield pos, text[pos:min(end, pos + MAX_LINE)]
+        pos = end + 1
+
+
+def _strip(line: str) -> tuple[str, int | None]:
+    """The line without a launcher's rank prefix, and the rank it named."""
+    match = _RANK_PREFIX.search(line[:80])
+    if not match:
+        return line, None
+    rank = next(int(g) for g in match.groups() if g is not None)
+    return line[match.end():], rank
+
+
+def _stack_at(text: str, start: int, lines: LineLocator) -> Stack | None:
+    walker = _lines_from(text, start)
+    offset, header = next(walker)
+    header, rank = _strip(header)
+    if rank is None:
+        rank = _rank_nearby(text, start)
+    line_no = lines.line_number(offset)
+    stack = _stack_read(text, start, header, walker, rank, line_no, lines)
+    if stack is not None:
+        stack.offset = start
+    return stack
+
+
+def _stack_read(text, start, header, walker, rank, line_no, lines) -> Stack | None:
+    offset = start
+    if TRACEBACK in header:
+        return _traceback(walker, Stack("traceback", line_no, rank=rank), lines)
+    if FAULTHANDLER in header:
+        return _frames(walker, Stack("faulthandler", line_no, rank=rank, thread=header.split(" (")[0].strip()),
+                       _FAULT_FRAME, lines)
+    if GDB_FIRST in header:
+        return _gdb(offset, header, walker, Stack("gdb", line_no, rank=rank), lines)
+    if PYSPY_THREAD.search(header):
+        return _pyspy(walker, Stack("py-spy", line_no, rank=rank, thread=header.strip()), lines)
+    return None
+
+
+def _traceback(walker, stack: Stack, lines: LineLocator) -> Stack:
+    """Python prints the outermost frame first; the exception line ends the block."""
+    frames: list[tuple[str, int]] = []
+    for offset, raw in walker:
+        line, _ = _strip(raw)
+        match = _TRACEBACK_FRAME.search(line)
+        if match:
+            frames.append((frame_name(match.group(1), match.group(2)), offset))
+        elif line.startswith(("    ", "\t")) or not line.strip() or line.strip().startswith(("^", "~")):
+            continue  # the source line under a frame, or the caret line of 3.11+
+        else:
+            stack.exception = line.strip()[:300]
+            break
+        if len(frames) >= MAX_FRAMES:
+            break
+    for name, offset in reversed(frames):
+        stack.frames.append(name)
+        stack.frame_lines.append(lines.line_number(offset))
+    return stack
+
+
+def _frames(walker, stack: Stack, pattern: re.Pattern, lines: LineLocator) -> Stack:
+    """faulthandler prints the innermost frame first, one `File "...", line N in f` per line."""
+    for offset, raw in walker:
+        line, _ = _strip(raw)
+        match = pattern.search(line)
+        if not match:
+            break
+        stack.frames.append(frame_name(match.group(1), match.group(2)))
+        stack.frame_lines.append(lines.line_number(offset))
+        if len(stack.frames) >= MAX_FRAMES:
+            break
+    return stack
+
+
+def _pyspy(walker, stack: Stack, lines: LineLocator) -> Stack:
+    """py-spy prints `    function (path:line)` innermost first; --locals adds indented name = value lines."""
+    for offset, raw in walker:
+        line, _ = _strip(raw)
+        match = _PYSPY_FRAME.match(line)
+        if match:
+            stack.frames.append(frame_name(match.group(2), match.group(1)))
+            stack.frame_lines.append(lines.line_number(offset))
+        elif line.startswith("        ") or line.strip() == "Arguments:" or line.strip() == "Locals:":
+            continue
+        else:
+            break
+        if len(stack.frames) >= MAX_FRAMES:
+            break
+    return stack
+
+
+def _gdb(offset: int, header: str, walker, stack: Stack, lines: LineLocator) -> Stack:
+    """gdb's `bt`: `#N  0xADDR in function (args) at file.cc:LINE` or `... from /lib/x.so`, innermost first."""
+    def rows():
+        yield offset, header
+        for line_offset, raw in walker:
+            yield line_offset, _strip(raw)[0]
+
+    for line_offset, line in rows():
+        match = _GDB_FRAME.search(line)
+        if not match:
+            if line.startswith((" ", "\t")) and stack.frames:
+                continue  # gdb wraps long argument lists onto indented lines
+            break
+        where = _GDB_WHERE.search(line)
+        place = (where.group(1) or where.group(2) or "").rsplit("/", 1)[-1] if where else ""
+        function = match.group(2).split("@@")[0]
+        stack.frames.append(f"{place}:{function}" if place else function)
+        stack.frame_lines.append(lines.line_number(line_offset))
+        if len(stack.frames) >= MAX_FRAMES:
+            break
+    return stack
+
+
+def _rank_nearby(text: str, start: int) -> int | None:
+    """A stack pasted under a heading such as '=== rank 3 ===' or 'py-spy dump of rank3': the heading's rank."""
+    before = text.rfind("\n", 0, max(0, start - 1))
+    window_start = start
+    for _ in range(2):
+        if before <= 0:
+            window_start = 0
+            break
+        window_start = before + 1
+        before = text.rfind("\n", 0, before)
+    window = text[window_start:start][-300:]
+    mentions = _RANK_MENTION.findall(window)
+    return int(mentions[-1]) if mentions else None

@@ -1,0 +1,95 @@
+"""Facts from shell output pasted as evidence: nccl-tests, CUDA samples' peer-to-peer test, `df` of
+/dev/shm, `nvidia-smi topo -m` and `ibv_devinfo`.
+
+Each reader looks for its tool's own header or field names first (scanner literals), so a log without
+that tool's output costs one substring search per reader.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from kb.diagnosis.scanning import TextScanner
+
+# nccl-tests (src/common.cu): the run header, then one row per size, then "# Avg bus bandwidth".
+NCCL_TESTS_HEADER = "# nThread "
+NCCL_TESTS_TABLE = "#       size "
+NCCL_TESTS_DONE = "# Avg bus bandwidth"
+_NCCL_TESTS_ROW = re.compile(r"^\s{0,12}\d{1,12}\s+\d{1,12}\s+[a-z0-9_]{2,10}\s+[a-z_]{2,6}\s+-?\d{1,4}\s+[\d.]{1,12}\s", re.MULTILINE)
+
+# CUDA samples simpleP2P: peer access per pair, then a verification pass over the copied buffer.
+P2P_PEER = "> Peer access from "
+P2P_VERIFY_FAILED = "Verification error @ element"
+P2P_PASSED = "Test passed"
+
+# df -h: "shm  64M  0  64M  0% /dev/shm" (Docker names the filesystem shm; Kubernetes and hosts tmpfs).
+_DF_SHM = re.compile(r"^\S{1,64}\s+([\d.]{1,8})([KMGT]?)i?\s+\S{1,12}\s+\S{1,12}\s+\d{1,3}%\s+/dev/shm\s*$", re.MULTILINE)
+_UNITS = {"": 1 / (1024 * 1024), "K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
+
+# nvidia-smi topo -m: a matrix whose header ends in "CPU Affinity"; cells name the link kind.
+TOPO_HEADER = "CPU Affinity"
+_TOPO_ROW = re.compile(r"^\s{0,4}GPU\d{1,3}\t[^\n]{0,600}$", re.MULTILINE)
+_TOPO_CELL = re.compile(r"\b(NV\d{1,2}|PIX|PXB|PHB|NODE|SYS)\b")
+
+# ibv_devinfo: "state:  PORT_ACTIVE (4)", "link_layer:  Ethernet".
+_IB_STATE = re.compile(r"\bstate:\s{1,20}(PORT_[A-Z_]{2,20})")
+_IB_LINK = re.compile(r"\blink_layer:\s{1,20}(InfiniBand|Ethernet)")
+
+LITERALS = (NCCL_TESTS_HEADER, NCCL_TESTS_TABLE, NCCL_TESTS_DONE, P2P_PEER, P2P_VERIFY_FAILED, P2P_PASSED,
+            "/dev/shm", TOPO_HEADER, "link_layer:", "PORT_")
+
+
+def tool_facts(scanner: TextScanner) -> dict[str, Any]:
+    facts: dict[str, Any] = {}
+    text = scanner.text
+    if _present(scanner, NCCL_TESTS_HEADER):
+        rows = any(_NCCL_TESTS_ROW.search(text, s, e) for s, e in _lines_after(scanner, NCCL_TESTS_TABLE))
+        facts["nccl_tests"] = "results" if rows or _present(scanner, NCCL_TESTS_DONE) else "header-only"
+    if _present(scanner, P2P_VERIFY_FAILED):
+        facts["p2p_check"] = "failed"
+    elif _present(scanner, P2P_PEER) and _present(scanner, P2P_PASSED):
+        facts["p2p_check"] = "passed"
+    for start, end in scanner.lines_with("/dev/shm"):
+        match = _DF_SHM.search(text, start, end + 1 if end < len(text) else end)
+        if match:
+            facts["shm_size_mb"] = int(float(match.group(1)) * _UNITS[match.group(2)])
+            break
+    if _present(scanner, TOPO_HEADER):
+        links: set[str] = set()
+        for match in _TOPO_ROW.finditer(text, _first(scanner, TOPO_HEADER)):
+            links.update("NV" if cell.startswith("NV") else cell for cell in _TOPO_CELL.findall(match.group(0)))
+            if len(links) >= 6:
+                break
+        if links:
+            facts["gpu_links"] = sorted(links)
+    states = {m.group(1) for s, e in scanner.lines_with("PORT_") for m in [_IB_STATE.search(text, s, e)] if m}
+    if states:
+        facts["ib_port_state"] = sorted(states)
+    layers = {m.group(1) for s, e in scanner.lines_with("link_layer:") for m in [_IB_LINK.search(text, s, e)] if m}
+    if layers:
+        facts["link_layer"] = sorted(layers)
+    return facts
+
+
+def _present(scanner: TextScanner, literal: str) -> bool:
+    return next(iter(scanner.lines_with(literal)), None) is not None
+
+
+def _first(scanner: TextScanner, literal: str) -> int:
+    return next(iter(scanner.lines_with(literal)))[0]
+
+
+def _lines_after(scanner: TextScanner, literal: str, limit: int = 40):
+    """The lines after the first occurrence of `literal` (the rows of a table)."""
+    text = scanner.text
+    span = next(iter(scanner.lines_with(literal)), None)
+    if span is None:
+        return
+    pos = span[1] + 1
+    for _ in range(limit):
+        if pos >= len(text):
+            return
+        end = text.find("\n", pos)
+        end = len(text) if end == -1 else end
+        yield pos, end
+        pos = end + 1
