@@ -66,8 +66,10 @@ bench: install content
 loadtest: install
 	bash tests/load/run.sh
 
+# The shared scorer on ../shared/eval-dev, then the project's own labelled logs with a reliability table.
 score: install content
 	$(PY) ../shared/eval-dev/score.py ../shared/eval-dev --project . -v
+	$(PY) manage.py reliability --misses
 
 # Re-vendor htmx from the npm registry (the file is committed; run only to upgrade).
 vendor-htmx:

@@ -44,7 +44,7 @@ FAILURE_RULES = (
 LITERALS = tuple(lit for _, _, lits in FAILURE_RULES for lit in lits) + ("Root Cause (first observed failure)",)
 
 _ROOT_CAUSE = "Root Cause (first observed failure)"
-_TABLE_FIELD = re.compile(r"^\s{0,40}(?:\[\d+\]:?\s*)?(time|rank|exitcode|traceback)\s*:\s*([^\n]{1,300})$")
+_TABLE_FIELD = re.compile(r"\s{0,40}(?:\[\d+\]:?\s*)?(time|rank|exitcode|traceback)\s*:\s*([^\n]{1,300})$")
 _EXITCODE = re.compile(r"(-?\d+)")
 _SIGNALS = {-9: "sigkill", -7: "signal", -11: "signal", -4: "signal"}
 # An exception that reports a distributed timeout or abort is the effect, not the cause.

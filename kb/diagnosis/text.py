@@ -77,6 +77,11 @@ def paste_repair(text: str) -> Repaired:
             notes.append("HTML entities (&gt;, &quot;, ...) were unescaped")
     lines = text.split("\n")
     width = _wrap_width(lines)
+    if width is not None:
+        full = [i for i, line in enumerate(lines[:-1]) if len(line) == width]
+        continued = sum(1 for i in full if _continues(lines[i], lines[i + 1]))
+        if continued < 2 or continued * 2 < len(full):
+            width = None  # most full-width lines are followed by a line of their own: not a wrapped paste
     if width is None and not any(_record_open(line) for line in lines if _RECORD in line):
         return Repaired(text, notes=notes)
     out: list[str] = []

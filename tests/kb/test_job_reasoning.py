@@ -1,0 +1,145 @@
+"""Evidence about the job as a whole: ranks, stages, stacks, the first failure, harmless lines and guides
+decide which case wins, not only single lines."""
+import pytest
+
+from kb.diagnosis.engine import log_diagnose
+from kb.diagnosis.rules import rules_compile
+
+TIMEOUT = ("[rank{r}]:[E ProcessGroupNCCL.cpp:563] [Rank {r}] Watchdog caught collective operation timeout: "
+           "WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600{r:03d} "
+           "milliseconds before timing out.")
+
+
+def timeouts(ranks, op="ALLREDUCE", seq=1) -> str:
+    return "\n".join(TIMEOUT.format(r=r, op=op, seq=seq) for r in ranks)
+
+
+CASES = [
+    {"slug": "desync", "signatures": [{"id": "any-timeout", "description": "a watchdog timeout", "weight": 1,
+                                        "pattern": r"Watchdog caught collective operation timeout"}],
+     "conditions": [{"id": "ranks-disagree", "description": "ranks in different collectives", "fact": "ranks_disagree",
+                     "equals": True, "weight": 7, "anchor": True}]},
+    {"slug": "compile-hang", "signatures": [{"id": "stage-line", "description": "compile stage", "weight": 7, "anchor": True,
+                                             "pattern": r"> compiling and loading fused kernels"}],
+     "conditions": [{"id": "compile-done", "description": "the stage finished", "fact": "stages_done",
+                     "contains": "compiling and loading fused kernels", "weight": -9}]},
+    {"slug": "rank0-slow", "signatures": [{"id": "any-timeout", "description": "a watchdog timeout", "weight": 1,
+                                           "pattern": r"Watchdog caught collective operation timeout"}],
+     "conditions": [{"id": "rank0-silent", "description": "rank 0 never timed out", "fact": "silent_ranks",
+                     "contains": 0, "weight": 3},
+                    {"id": "building-indices", "description": "rank 0 builds dataset indices", "fact": "stage",
+                     "equals": "building dataset indices", "weight": 4, "anchor": True}]},
+    {"slug": "stale-lock", "signatures": [{"id": "ext-root", "description": "extensions root", "weight": 1,
+                                           "pattern": r"as PyTorch extensions root"}],
+     "frames": [{"id": "baton-wait", "description": "waits on the FileBaton", "pattern": r"torch/utils/file_baton\.py:wait$",
+                 "weight": 7, "anchor": True}],
+     "steps": [{"anchor": "fix-2", "versions": {"pytorch": "<2.14"}, "evidence": ["baton-wait"]},
+               {"anchor": "fix-3", "evidence": ["ext-root"]}]},
+    {"slug": "host-oom", "signatures": [{"id": "sigkill", "description": "a rank got SIGKILL", "weight": 3,
+                                         "pattern": r"Signal 9 \(SIGKILL\) received by PID"}],
+     "conditions": [{"id": "killed-first", "description": "the first failure is a kill", "fact": "first_failure",
+                     "in": ["sigkill", "oom-kill"], "weight": 4, "anchor": True}]},
+    {"slug": "triage", "guide": True, "signatures": [{"id": "any-timeout", "description": "a watchdog timeout", "weight": 6,
+                                                      "anchor": True, "pattern": r"Watchdog caught collective operation timeout"}]},
+]
+HARMLESS = [{"id": "pg-not-destroyed", "title": "process group not destroyed", "why": "printed at exit",
+             "pattern": r"process group has NOT been destroyed before we destruct ProcessGroupNCCL"}]
+
+
+@pytest.fixture(scope="module")
+def rules():
+    return rules_compile(CASES, HARMLESS)
+
+
+def best(rules, text: str, version_line: str = ""):
+    diagnosis = log_diagnose([("log", (version_line + text).encode())], rules)
+    return diagnosis, (diagnosis.confident[0].slug if diagnosis.confident else None)
+
+
+def test_ranks_in_different_collectives_at_adjacent_seqnums_are_a_desync(rules):
+    text = TIMEOUT.format(r=0, op="BROADCAST", seq=41) + "\n" + timeouts(range(1, 4), op="ALLREDUCE", seq=42)
+    diagnosis, slug = best(rules, text)
+    assert slug == "desync" and diagnosis.facts["ranks_disagree"] is True
+
+
+def test_ranks_in_the_same_collective_are_not_a_desync(rules):
+    diagnosis, slug = best(rules, timeouts(range(4), seq=42))
+    assert diagnosis.facts["ranks_disagree"] is False and slug != "desync"
+
+
+def test_a_finished_stage_rules_its_hang_out(rules):
+    text = ("> compiling and loading fused kernels ...\n"
+            ">>> done with compiling and loading fused kernels. Compilation time: 2.418 seconds\n"
+            " > WARNING: could not find index map files, building the indices on rank 0 ...\n" + timeouts(range(1, 8)))
+    diagnosis, slug = best(rules, text)
+    assert slug == "rank0-slow" and diagnosis.facts["stage"] == "building dataset indices"
+
+
+def test_a_rank_missing_from_the_timeouts_is_silent_without_a_world_size_line(rules):
+    diagnosis, _ = best(rules, timeouts(range(1, 8)))
+    assert diagnosis.facts["silent_ranks"] == [0]
+
+
+def test_the_launch_line_gives_the_world_size_for_silent_ranks(rules):
+    diagnosis, _ = best(rules, "torchrun --nnodes 2 --nproc_per_node 4 train.py\n" + timeouts(range(0, 6)))
+    assert diagnosis.facts["world_size"] == 8 and diagnosis.facts["silent_ranks"] == [6, 7]
+
+
+def test_every_rank_in_its_first_collective_is_reported(rules):
+    diagnosis, _ = best(rules, timeouts(range(1, 4), seq=1))
+    assert diagnosis.facts["first_collective"] is True
+
+
+def test_a_stack_frame_decides_a_case(rules):
+    text = 'Thread 4242 (idle): "MainThread"\n    wait (torch/utils/file_baton.py:42)\n    _jit_compile (torch/utils/cpp_extension.py:1535)\n'
+    diagnosis, slug = best(rules, text)
+    assert slug == "stale-lock" and diagnosis.matches[0].evidence[0].line == 2
+
+
+def test_the_fix_step_is_the_one_the_evidence_points_at(rules):
+    text = 'Thread 4242 (idle): "MainThread"\n    wait (torch/utils/file_baton.py:42)\n'
+    diagnosis, _ = best(rules, text)
+    assert diagnosis.matches[0].fix_step == "fix-2"
+
+
+def test_a_step_outside_the_logs_versions_is_not_offered(rules):
+    text = 'PyTorch version: 2.14.1\nThread 4242 (idle): "MainThread"\n    wait (torch/utils/file_baton.py:42)\n'
+    diagnosis, _ = best(rules, text)
+    assert diagnosis.matches[0].fix_step is None and diagnosis.matches[0].steps_not_for_versions == ["fix-2"]
+
+
+def test_a_rank_killed_before_the_timeouts_is_the_first_failure(rules):
+    text = timeouts(range(0, 3)) + """
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2025-02-11_09:41:27
+  host      : node-7.cluster
+  rank      : 3 (local_rank: 3)
+  exitcode  : -9 (pid: 88231)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 88231
+============================================================"""
+    diagnosis, slug = best(rules, text)
+    assert slug == "host-oom" and diagnosis.failure.rank == 3 and diagnosis.failure.time == "2025-02-11_09:41:27"
+    assert diagnosis.verdict.summary.startswith("Rank 3 was killed with SIGKILL")
+
+
+def test_a_harmless_line_is_set_aside_and_never_evidence(rules):
+    text = "[rank0]:[W1107 10:00:00.000 ProcessGroupNCCL.cpp:1250] WARNING: process group has NOT been destroyed before we destruct ProcessGroupNCCL.\n"
+    diagnosis, slug = best(rules, text)
+    assert slug is None and [h.id for h in diagnosis.harmless] == ["pg-not-destroyed"] and diagnosis.harmless[0].line == 1
+
+
+def test_a_guide_is_listed_after_a_confident_cause(rules):
+    text = "> compiling and loading fused kernels ...\n" + timeouts(range(1, 8))
+    diagnosis, slug = best(rules, text)
+    assert slug == "compile-hang" and [m.kind for m in diagnosis.matches][-1] == "guide"
+
+
+def test_a_bare_timeout_gets_the_guide_marked_as_a_guide(rules):
+    diagnosis, slug = best(rules, TIMEOUT.format(r=3, op="ALLREDUCE", seq=9000))
+    assert slug == "triage" and diagnosis.matches[0].kind == "guide"

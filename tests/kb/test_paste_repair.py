@@ -1,0 +1,44 @@
+"""Damaged pastes are repaired before matching, and evidence still points at the user's own line numbers."""
+from kb.diagnosis.text import LineLocator, paste_repair
+
+WATCHDOG = ("[rank1]:[E0612 10:14:03.482911 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600086 "
+            "milliseconds before timing out.")
+
+
+def wrap(line: str, width: int) -> list[str]:
+    return [line[i:i + width] for i in range(0, len(line), width)]
+
+
+def test_a_watchdog_line_hard_wrapped_at_the_terminal_width_is_joined_again():
+    other = "[rank2]:[E0612 10:14:03.482911 ProcessGroupNCCL.cpp:632] [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600091 milliseconds before timing out."
+    text = "\n".join(["Loading checkpoint shards: 100%", *wrap(WATCHDOG, 80), *wrap(other, 80), "done"])
+    repaired = paste_repair(text)
+    assert WATCHDOG in repaired.text.split("\n") and other in repaired.text.split("\n")
+
+
+def test_repaired_lines_keep_the_line_numbers_of_the_paste():
+    text = "\n".join(["first line", *wrap(WATCHDOG, 100), "x" * 100, "y" * 30, "last line"])
+    repaired = paste_repair(text)
+    locator = LineLocator(repaired.text, repaired.joins)
+    assert locator.line_number(repaired.text.index("last line")) == text.split("\n").index("last line") + 1
+
+
+def test_a_record_split_after_a_comma_is_joined_with_the_space_the_wrap_ate():
+    text = WATCHDOG.replace("NumelIn=1, ", "NumelIn=1,\n")
+    assert paste_repair(text).text == WATCHDOG
+
+
+def test_lines_of_one_format_that_share_the_widest_length_are_not_joined():
+    lines = [WATCHDOG.replace("Rank 1", f"Rank {n}").replace("[rank1]", f"[rank{n}]") for n in range(1, 4)]
+    assert paste_repair("\n".join(lines)).text.split("\n") == lines
+
+
+def test_an_html_escaped_paste_is_unescaped():
+    text = "&gt; compiling and loading fused kernels ...\nRuntimeError: &quot;NCCL error&quot;"
+    assert paste_repair(text).text == '> compiling and loading fused kernels ...\nRuntimeError: "NCCL error"'
+
+
+def test_a_log_that_merely_mentions_an_ampersand_is_left_alone():
+    text = "python train.py && echo done\nA&B testing"
+    assert paste_repair(text).text == text

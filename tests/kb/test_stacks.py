@@ -1,0 +1,76 @@
+"""Pasted stacks become innermost-first frames, whatever format printed them."""
+from kb.diagnosis.scanning import TextScanner
+from kb.diagnosis.stacks import HEADER_LITERALS, stacks_extract
+from kb.diagnosis.text import LineLocator
+
+
+def read(text: str):
+    return stacks_extract(TextScanner(text, [(lit, False) for lit in HEADER_LITERALS]), LineLocator(text))
+
+
+PYSPY = """Process 31337: /opt/conda/bin/python -u pretrain_gpt.py --tensor-model-parallel-size 2
+Python v3.10.14 (/opt/conda/bin/python3.10)
+
+Thread 31337 (idle): "MainThread"
+    wait (torch/utils/file_baton.py:42)
+    _jit_compile (torch/utils/cpp_extension.py:1535)
+    load (torch/utils/cpp_extension.py:1312)
+    _cpp_extention_load_helper (megatron/fused_kernels/__init__.py:115)
+Thread 31412 (idle): "Thread-1"
+    wait (threading.py:324)
+"""
+
+TRACEBACK = """[default0]:Traceback (most recent call last):
+[default0]:  File "/workspace/Megatron-LM/pretrain_gpt.py", line 243, in <module>
+[default0]:    pretrain(train_valid_test_datasets_provider,
+[default0]:  File "/usr/local/lib/python3.10/dist-packages/torch/distributed/distributed_c10d.py", line 3685, in barrier
+[default0]:    work.wait()
+[default0]:KeyboardInterrupt
+"""
+
+FAULTHANDLER = """Thread 0x00007f5cf27fc640 (most recent call first):
+  File "/usr/lib/python3.10/threading.py", line 320 in wait
+Current thread 0x00007f5e2c4a5740 (most recent call first):
+  File "/opt/venv/lib/python3.11/site-packages/transformer_engine/pytorch/module/base.py", line 214 in initialize_ub
+  File "/opt/Megatron-LM/megatron/training/training.py", line 402 in _initialize_tp_communicators
+"""
+
+GDB = """#0  0x00007f3e1b6d0117 in __futex_abstimed_wait_common () from /lib/x86_64-linux-gnu/libc.so.6
+#1  0x00007f3d7c1a2e3f in ncclProxyService (_args=0x55d1c8a0) at proxy.cc:1523
+#2  0x00007f3e1b6d3ac3 in start_thread () from /lib/x86_64-linux-gnu/libc.so.6
+"""
+
+
+def test_py_spy_frames_are_innermost_first_and_relative_to_the_package():
+    stack = read(PYSPY)[0]
+    assert stack.kind == "py-spy" and stack.frames[:2] == ["torch/utils/file_baton.py:wait", "torch/utils/cpp_extension.py:_jit_compile"]
+
+
+def test_py_spy_reports_every_thread():
+    assert [s.frames[0] for s in read(PYSPY)] == ["torch/utils/file_baton.py:wait", "threading.py:wait"]
+
+
+def test_a_traceback_is_reversed_so_the_innermost_frame_comes_first():
+    stack = read(TRACEBACK)[0]
+    assert stack.frames[0] == "torch/distributed/distributed_c10d.py:barrier" and stack.exception == "KeyboardInterrupt"
+
+
+def test_a_launcher_prefix_names_the_stack_rank():
+    assert read(TRACEBACK)[0].rank == 0
+
+
+def test_frames_keep_the_line_they_were_printed_on():
+    assert read(TRACEBACK)[0].frame_lines[0] == 4
+
+
+def test_faulthandler_dumps_are_read_per_thread():
+    stacks = read(FAULTHANDLER)
+    assert stacks[1].frames[0] == "transformer_engine/pytorch/module/base.py:initialize_ub"
+
+
+def test_gdb_frames_name_the_source_file_or_library():
+    assert read(GDB)[0].frames[:2] == ["libc.so.6:__futex_abstimed_wait_common", "proxy.cc:ncclProxyService"]
+
+
+def test_a_log_without_stacks_yields_none():
+    assert read("[rank0]: iteration 10/100 | loss 2.31\nThread pool started\n") == []

@@ -1,0 +1,49 @@
+"""Shell output pasted as evidence becomes facts a case can ask about."""
+from kb.diagnosis.scanning import TextScanner
+from kb.diagnosis.tools import LITERALS, tool_facts
+
+
+def facts(text: str) -> dict:
+    return tool_facts(TextScanner(text, [(lit, False) for lit in LITERALS]))
+
+
+NCCL_TESTS_HEADER = """# nThread 1 nGpus 8 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+#
+# Using devices
+#  Rank  0 Group  0 Pid  41723 on    gpu-a01 device  0 [0x18] NVIDIA A100-SXM4-80GB
+#  Rank  1 Group  0 Pid  41723 on    gpu-a01 device  1 [0x2a] NVIDIA A100-SXM4-80GB
+#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+"""
+
+
+def test_nccl_tests_that_printed_only_its_header_is_header_only():
+    assert facts(NCCL_TESTS_HEADER)["nccl_tests"] == "header-only"
+
+
+def test_nccl_tests_with_result_rows_has_results():
+    row = "           8             2     float     sum      -1    28.41    0.00    0.00      0    27.95    0.00    0.00      0\n"
+    assert facts(NCCL_TESTS_HEADER + row)["nccl_tests"] == "results"
+
+
+def test_a_df_line_gives_the_size_of_dev_shm():
+    assert facts("Filesystem      Size  Used Avail Use% Mounted on\nshm              64M     0   64M   0% /dev/shm\n")["shm_size_mb"] == 64
+
+
+def test_simple_p2p_verification_errors_fail_the_peer_to_peer_check():
+    text = ("> Peer access from NVIDIA RTX A6000 (GPU0) -> NVIDIA RTX A6000 (GPU1) : Yes\n"
+            "Verification error @ element 1: val = 0.000000, ref = 4.000000\nTest failed!\n")
+    assert facts(text)["p2p_check"] == "failed"
+
+
+def test_topology_matrix_lists_the_link_kinds():
+    text = ("\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+            "GPU0\t X \tPHB\t0-31\t0\t\tN/A\nGPU1\tPHB\t X \t0-31\t0\t\tN/A\n")
+    assert facts(text)["gpu_links"] == ["PHB"]
+
+
+def test_ibv_devinfo_gives_port_state_and_link_layer():
+    text = "hca_id:\tmlx5_0\n\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_DOWN (1)\n\t\t\tlink_layer:\t\tEthernet\n"
+    assert facts(text) == {"ib_port_state": ["PORT_DOWN"], "link_layer": ["Ethernet"]}
