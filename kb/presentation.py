@@ -1,6 +1,7 @@
 """Shape a diagnosis for templates: evidence escaped first, then the matched part wrapped in <mark>."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -9,6 +10,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from kb.diagnosis.engine import CONFIDENT, Diagnosis
 from kb.diagnosis.verdict import failure_text
+from kb.diagnosis.versions import versions_text
 from kb.models import Case
 
 FACT_LABELS = {
@@ -64,6 +66,19 @@ class MatchView:
     kind: str = "cause"
     fix_url: str = ""
     why: str = ""
+
+
+def body_with_step_versions(body_html: str, steps: list[dict]) -> SafeString:
+    """The case body with each fix step's version range shown in its heading ("PyTorch < 2.14 only"), from
+    the front matter's `steps`, so a reader sees at once which steps hold for their releases."""
+    html = body_html
+    for step in steps:
+        if not step.get("versions"):
+            continue
+        badge = f' <span class="step-versions">{escape(versions_text(step["versions"]))} only</span>'
+        html = re.sub(rf'(<h3 id="{re.escape(step["anchor"])}">.*?)(<a class="headerlink"|</h3>)',
+                      lambda m: m.group(1) + badge + m.group(2), html, count=1)
+    return mark_safe(html)  # noqa: S308 - body_html is the loader's nh3-cleaned HTML; the badge is escaped
 
 
 def marked_line(text: str, start: int, end: int) -> SafeString:

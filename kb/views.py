@@ -13,7 +13,7 @@ from kb.diagnose import diagnosis_run
 from kb.log_input import LogTooLarge, NoLog, limit_text, log_from_request
 from kb.models import Alias, Case, ContentState, HarmlessLine, Tag
 from kb.search.index import IndexMissing, search as text_search
-from kb.presentation import diagnosis_view_model
+from kb.presentation import body_with_step_versions, diagnosis_view_model
 from troubleshooter.links import wizard_url_for_facts
 
 MAX_QUERY_CHARS = 4000
@@ -110,7 +110,7 @@ def case_detail(request: HttpRequest, slug: str) -> HttpResponse:
         tags.setdefault(tag.facet, []).append(tag.value)
     toc = [s for s in case.sections if s["level"] == 2] + [{"id": "references", "title": "References", "level": 2}]
     context = {"case": case, "related": related, "linked_from": [c for c in linked_from if c.slug not in case.related],
-               "tags": tags, "toc": toc}
+               "tags": tags, "toc": toc, "body_html": body_with_step_versions(case.body_html, case.steps)}
     return render(request, "kb/case_detail.html", context)
 
 
