@@ -58,5 +58,5 @@ def search(request: HttpRequest) -> JsonResponse:
     except IndexMissing:
         return JsonResponse({"error": "the search index has not been built; run load_content"}, status=503)
     return JsonResponse({"query": query, "results": [
-        {"slug": h.slug, "title": h.title, "summary": h.summary, "score": h.score, "url": f"/kb/{h.slug}/"}
+        {"slug": h.slug, "title": h.title, "summary": h.summary, "score": h.score, "url": h.url}
         for h in hits]})

@@ -38,7 +38,7 @@ def content_load(*, content_dir: Path, index_dir: Path, extra_checks=None) -> Lo
         ContentState.objects.all().delete()
         ContentState.objects.create(revision=revision)
         # The index is built inside the transaction: if it fails, the database rolls back too.
-        index_build(docs, index_dir)
+        index_build(docs, index_dir, harmless)
     return LoadReport(revision=revision, created=created, updated=updated, deleted=deleted, total=len(docs))
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from django.urls import reverse
 from whoosh import index as whoosh_index
 from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
 from whoosh.query import Or, Term
@@ -26,6 +27,7 @@ from kb.search.analysis import log_analyzer, query_terms
 
 if TYPE_CHECKING:
     from kb.content.cases import CaseDoc
+    from kb.content.harmless import HarmlessDoc
 
 FIELD_BOOSTS = {"title": 4.0, "signatures": 3.0, "symptoms": 2.5, "summary": 2.0, "tags": 1.5, "body": 1.0}
 _TAG_RE = re.compile(r"<[^>]+>")
@@ -42,6 +44,7 @@ def _schema() -> Schema:
         body=TEXT(analyzer=analyzer),
         tags=KEYWORD(lowercase=True, commas=True, scorable=True),
         sections=STORED(),
+        url=STORED(),
     )
 
 
@@ -62,7 +65,21 @@ def case_search_fields(doc: "CaseDoc") -> dict[str, str]:
     }
 
 
-def index_build(docs: list["CaseDoc"], index_dir: Path) -> Path:
+def harmless_search_fields(doc: "HarmlessDoc") -> dict[str, str]:
+    """A known-harmless message as the index sees it: found by its own words, shown as 'not the problem'."""
+    meta = doc.meta
+    return {
+        "slug": f"harmless-{doc.slug}",
+        "title": f"Not the problem: {meta['title']}",
+        "summary": meta["why"],
+        "symptoms": meta["printed_by"],
+        "signatures": "\n".join(example_text(e) for e in meta["examples"]),
+        "body": f"{meta['why']}\n{meta['instead']}",
+        "tags": "harmless",
+    }
+
+
+def index_build(docs: list["CaseDoc"], index_dir: Path, harmless: list["HarmlessDoc"] = ()) -> Path:
     """Write a complete new index next to the live one, then swap it in atomically."""
     index_dir.mkdir(parents=True, exist_ok=True)
     build = index_dir / f"build-{time.time_ns()}"
@@ -70,7 +87,11 @@ def index_build(docs: list["CaseDoc"], index_dir: Path) -> Path:
     ix = whoosh_index.create_in(build, _schema())
     writer = ix.writer()
     for doc in docs:
-        writer.add_document(**case_search_fields(doc), sections=[s.id for s in doc.body.sections])
+        writer.add_document(**case_search_fields(doc), sections=[s.id for s in doc.body.sections],
+                            url=reverse("kb:case_detail", args=[doc.slug]))
+    for entry in harmless:
+        writer.add_document(**harmless_search_fields(entry), sections=[],
+                            url=f"{reverse('kb:harmless_list')}#{entry.slug}")
     writer.commit()
     link_tmp = index_dir / f"current.tmp-{os.getpid()}"
     if link_tmp.is_symlink() or link_tmp.exists():
@@ -89,6 +110,7 @@ class SearchHit:
     title: str
     summary: str
     score: float
+    url: str = ""
 
 
 @functools.lru_cache(maxsize=4)
@@ -123,5 +145,6 @@ def _search_built(build_dir: str, terms: tuple[str, ...], limit: int) -> tuple[S
     Wiki links repeat the same queries; each costs Whoosh a few milliseconds only once per worker."""
     query = Or([Term(field, term, boost=boost) for term in terms for field, boost in FIELD_BOOSTS.items()])
     with _open(build_dir).searcher(weighting=BM25F()) as searcher:
-        return tuple(SearchHit(slug=r["slug"], title=r["title"], summary=r["summary"], score=round(r.score, 3))
+        return tuple(SearchHit(slug=r["slug"], title=r["title"], summary=r["summary"], score=round(r.score, 3),
+                               url=r.get("url") or f"/kb/{r['slug']}/")
                      for r in searcher.search(query, limit=limit))
