@@ -38,7 +38,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "kb",
-    "troubleshooter",
+    "troubleshooter.apps.TroubleshooterConfig",
 ]
 
 MIDDLEWARE = [

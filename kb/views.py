@@ -10,11 +10,11 @@ from django.shortcuts import render
 from django.views.decorators.http import require_safe, require_http_methods
 
 from kb.diagnose import diagnosis_run
+from kb.extensions import facts_link
 from kb.log_input import LogTooLarge, NoLog, limit_text, log_from_request
 from kb.models import Alias, Case, ContentState, HarmlessLine, Tag
 from kb.search.index import IndexMissing, search as text_search
 from kb.presentation import body_with_step_versions, diagnosis_view_model
-from troubleshooter.links import wizard_url_for_facts
 
 MAX_QUERY_CHARS = 4000
 _TAG_PARAM_RE = re.compile(r"^(framework|component|phase):([a-z0-9-]+)$")
@@ -65,7 +65,7 @@ def _results(search_text: str, sources: list[tuple[str, bytes]]) -> dict:
         hits = text_search(search_text, index_dir=settings.SEARCH_INDEX_DIR, limit=5)
     except IndexMissing:
         hits = []
-    wizard_url = wizard_url_for_facts(diagnosis.facts) if diagnosis.facts else None
+    wizard_url = facts_link(diagnosis.facts) if diagnosis.facts else None
     return {"result": diagnosis_view_model(diagnosis), "hits": hits, "wizard_url": wizard_url}
 
 

@@ -1,6 +1,6 @@
 """All trees and script parts of content/, checked together and against the cases.
 
-`trees_check` is the hook `load_content` and `validate_content` call (via kb/content/extra.py), so
+`trees_check` is registered with kb.extensions (troubleshooter/apps.py): `load_content` and `validate_content` run it, so
 a tree naming a missing case, fix step or script part stops the load with file:line. Views use
 `library_load`, which reads the same files once per change and serves only trees without problems.
 """

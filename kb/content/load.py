@@ -9,6 +9,7 @@ from django.db import transaction
 from kb.content.cases import CaseDoc, case_files_read, content_revision
 from kb.content.errors import ContentError, ContentInvalid
 from kb.content.harmless import HarmlessDoc, harmless_files_read
+from kb.extensions import content_checks_run
 from kb.models import Alias, Case, ContentState, HarmlessLine, Tag
 from kb.search.index import index_build
 
@@ -22,13 +23,13 @@ class LoadReport:
     total: int
 
 
-def content_load(*, content_dir: Path, index_dir: Path, extra_checks=None) -> LoadReport:
+def content_load(*, content_dir: Path, index_dir: Path) -> LoadReport:
     """Validate every file first; only when all are valid, upsert by slug, delete vanished cases, rebuild the index.
 
-    `extra_checks(docs)` lets other apps (the troubleshooter's trees) veto the load with their own
+    Other apps' registered content checks (the troubleshooter's trees) can veto the load with their own
     file:line errors, so one command validates all content before anything is written.
     """
-    docs, harmless, errors = content_check(content_dir, extra_checks)
+    docs, harmless, errors = content_check(content_dir)
     if errors:
         raise ContentInvalid(errors)
     revision = content_revision(content_dir)
@@ -42,14 +43,14 @@ def content_load(*, content_dir: Path, index_dir: Path, extra_checks=None) -> Lo
     return LoadReport(revision=revision, created=created, updated=updated, deleted=deleted, total=len(docs))
 
 
-def content_check(content_dir: Path, extra_checks=None) -> tuple[list[CaseDoc], list[HarmlessDoc], list[ContentError]]:
-    """Read and validate every content file (cases, the harmless list, and other apps' checks); the one
-    sequence both `validate_content` and `load_content` run."""
+def content_check(content_dir: Path) -> tuple[list[CaseDoc], list[HarmlessDoc], list[ContentError]]:
+    """Read and validate every content file (cases, the harmless list, and the checks other apps
+    registered in kb.extensions); the one sequence both `validate_content` and `load_content` run."""
     docs, errors = case_files_read(content_dir)
     harmless, harmless_errors = harmless_files_read(content_dir)
     errors += harmless_errors
-    if extra_checks is not None and not errors:
-        errors += extra_checks(docs)
+    if not errors:
+        errors += content_checks_run(content_dir, docs)
     return docs, harmless, errors
 
 

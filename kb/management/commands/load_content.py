@@ -4,7 +4,6 @@ from django.core.management.base import BaseCommand, CommandError
 
 from kb.content.errors import ContentInvalid
 from kb.content.load import content_load
-from kb.content.extra import extra_content_checks
 
 
 class Command(BaseCommand):
@@ -13,8 +12,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         try:
-            report = content_load(content_dir=settings.CONTENT_DIR, index_dir=settings.SEARCH_INDEX_DIR,
-                                  extra_checks=extra_content_checks)
+            report = content_load(content_dir=settings.CONTENT_DIR, index_dir=settings.SEARCH_INDEX_DIR)
         except ContentInvalid as err:
             for error in err.errors:
                 self.stderr.write(str(error))

@@ -2,7 +2,6 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from kb.content.extra import extra_content_checks
 from kb.content.load import content_check
 
 
@@ -11,7 +10,7 @@ class Command(BaseCommand):
     help = "Check every content file and print file:line for each problem."
 
     def handle(self, *args, **options) -> None:
-        docs, harmless, errors = content_check(settings.CONTENT_DIR, extra_content_checks)
+        docs, harmless, errors = content_check(settings.CONTENT_DIR)
         for error in errors:
             self.stderr.write(str(error))
         if errors:
