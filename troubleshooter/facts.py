@@ -1,7 +1,8 @@
 """Hand-off from log diagnosis to the wizard: facts read from a log answer the questions they can.
 
 Which fact answers which question, and how its values map to choices, is data in the tree
-(`facts:` on a question), so adding a mapping is editing YAML, not this module.
+(`facts:` on a question), so adding a mapping is editing YAML, not this module. The fact names and
+their types are the diagnosis engine's, declared once in kb.diagnosis.conditions.FACTS.
 """
 from __future__ import annotations
 
@@ -10,22 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from troubleshooter.trees import FactMap, Tree
-
-# Facts the diagnosis engine (kb/diagnosis/facts.py) produces that a tree may map, and their shape.
-FACT_KINDS: dict[str, str] = {
-    "launcher": "text",
-    "op_type": "text",  # or a list when ranks disagree
-    "stage": "text",
-    "torch_version": "version",
-    "nccl_version": "version",
-    "te_version": "version",
-    "kernel_version": "version",
-    "cuda_version": "version",
-    "frameworks": "list",
-    "interfaces": "list",
-    "transport": "list",
-}
-
 
 def answers_from_facts(tree: Tree, facts: dict[str, Any]) -> dict[str, str]:
     """The answers a diagnosis already gives, keyed by question id; questions it cannot answer are left out."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator
 
-from troubleshooter.facts import FACT_KINDS
+from kb.diagnosis.conditions import FACTS
 from troubleshooter.roles import ROLE_VALUES
 from troubleshooter.rules import RULES
 from troubleshooter.yamlfile import YamlFile, YamlFileError, YamlPath, yaml_file_read
@@ -238,15 +238,15 @@ def _facts_parse(data: Any, where: YamlPath, problems: list[Problem]) -> tuple[F
             continue
         _keys_check(item, at, {"fact", "values", "versions", "many"}, {"fact"}, problems)
         fact = str(item.get("fact", ""))
-        if fact not in FACT_KINDS:
-            problems.append((at + ("fact",), f"unknown fact '{fact}' (known: {', '.join(sorted(FACT_KINDS))})"))
+        if fact not in FACTS:
+            problems.append((at + ("fact",), f"unknown fact '{fact}' (known: {', '.join(sorted(FACTS))})"))
             continue
         values = item.get("values") or {}
         if not isinstance(values, dict) or not all(isinstance(v, str) for v in values.values()):
             problems.append((at + ("values",), "values maps a fact value to a choice id"))
             values = {}
         versions = _versions_parse(item.get("versions"), at + ("versions",), problems)
-        if versions and FACT_KINDS[fact] != "version":
+        if versions and FACTS[fact][0] != "version":
             problems.append((at + ("versions",), f"fact '{fact}' is not a version; use values"))
         many = item.get("many")
         if not (values or versions or many):

@@ -134,6 +134,7 @@ FRAME_FIELDS = {
     "weight": Field("number", required=True),
     "anchor": Field("bool"),
     "examples": Field("strings", required=True, min_items=1),
+    "versions": Field("mapping", check=_versions_check),
 }
 
 STEP_FIELDS = {
