@@ -45,7 +45,7 @@ def diagnose(request: HttpRequest) -> JsonResponse:
         top = max(1, min(int(request.GET.get("top", 5)), 20))
     except ValueError:
         return JsonResponse({"error": "top must be a whole number"}, status=400)
-    return JsonResponse(diagnosis_json(diagnosis_run(sources, top=top)), json_dumps_params={"ensure_ascii": False})
+    return JsonResponse(diagnosis_json(diagnosis_run(sources, top=top, budget_s=settings.KB_DIAGNOSIS_BUDGET_S)), json_dumps_params={"ensure_ascii": False})
 
 
 @require_safe

@@ -25,8 +25,8 @@ def rules_current() -> Rules:
     return _cache[revision]
 
 
-def diagnosis_run(sources: list[tuple[str, bytes | str]], *, top: int = 5) -> Diagnosis:
-    return log_diagnose(sources, rules_current(), top=top)
+def diagnosis_run(sources: list[tuple[str, bytes | str]], *, top: int = 5, budget_s: float | None = None) -> Diagnosis:
+    return log_diagnose(sources, rules_current(), top=top, budget_s=budget_s)
 
 
 def diagnosis_json(diagnosis: Diagnosis) -> dict[str, Any]:

@@ -60,7 +60,7 @@ def diagnose(request: HttpRequest) -> HttpResponse:
 
 
 def _results(search_text: str, sources: list[tuple[str, bytes]]) -> dict:
-    diagnosis = diagnosis_run(sources)
+    diagnosis = diagnosis_run(sources, budget_s=settings.KB_DIAGNOSIS_BUDGET_S)
     try:
         hits = text_search(search_text, index_dir=settings.SEARCH_INDEX_DIR, limit=5)
     except IndexMissing:

@@ -93,10 +93,16 @@ class _FileReading:
     lines: int
 
 
-def log_diagnose(sources: list[tuple[str, bytes | str]], rules: Rules, *, top: int = 5) -> Diagnosis:
+def log_diagnose(sources: list[tuple[str, bytes | str]], rules: Rules, *, top: int = 5,
+                 budget_s: float | None = None) -> Diagnosis:
     """Diagnose one job's logs (one or several files: ranks or nodes). A signal counts once per case
-    however many lines or files show it; evidence keeps the first few lines of each."""
+    however many lines or files show it; evidence keeps the first few lines of each.
+
+    With `budget_s`, line matching stops when the time is spent and the answer is marked partial: a
+    hostile input costs a bounded share of a worker, never the worker."""
     started = time.perf_counter()
+    deadline = started + budget_s if budget_s else None
+    partial = False
     literals = rules.literals
     per_case: dict[str, dict[str, Any]] = {}
     facts: dict[str, Any] = {}
@@ -118,6 +124,9 @@ def log_diagnose(sources: list[tuple[str, bytes | str]], rules: Rules, *, top: i
         line_total += lines.line_count()
         skip = _harmless_lines(scanner, lines, rules, source, harmless)
         for sig, hits, count in signature_hits(scanner, rules.signatures, per_signature=EVIDENCE_PER_SIGNAL + len(skip)):
+            if deadline is not None and time.perf_counter() > deadline:
+                partial = True
+                break
             kept = [hit for hit in hits if lines.line_start(hit.offset) not in skip][:EVIDENCE_PER_SIGNAL]
             if skip and not kept:
                 continue  # the signature matched harmless lines only
@@ -160,7 +169,7 @@ def log_diagnose(sources: list[tuple[str, bytes | str]], rules: Rules, *, top: i
                     facts.setdefault(key, value)
     elapsed_ms = (time.perf_counter() - started) * 1000
     stats = {"bytes": sum(len(data) for _, data in sources), "lines": line_total, "ms": round(elapsed_ms, 1),
-             "files": len(sources)}
+             "files": len(sources), **({"partial": True} if partial else {})}
     return Diagnosis(matches=matches[:top], facts=facts, verdict=verdict, stats=stats, harmless=harmless,
                      failure=failure, repairs=sorted(set(repairs)))
 

@@ -61,8 +61,8 @@ FACT_RULES: tuple[Pattern, ...] = (
     _rule("world_size", r"[Ww]orld[ _]size[:= ]{1,3}(\d+)", "max"),
     _rule("world_size", r"\bWORLD_SIZE[=:] ?'?(\d+)", "max"),
     _rule("world_size", r"num_processes\W{1,4}(\d+)", "max"),
-    _rule("world_size", r"\b(?:mpirun|mpiexec)\b[^\n]{0,1000}? -(?:np|n|c) (\d+)", "max"),
-    _rule("world_size", r"\bsrun\b[^\n]{0,1000}? (?:-n ?|--ntasks[= ])(\d+)", "max"),
+    _rule("world_size", r"\b(?:mpirun|mpiexec)\b[^\n]{0,300}? -(?:np|n|c) (\d+)", "max"),
+    _rule("world_size", r"\bsrun\b[^\n]{0,300}? (?:-n ?|--ntasks[= ])(\d+)", "max"),
     _rule("world_size", r"\bSLURM_NTASKS=(\d+)", "max"),
     _rule("store_timeout_s", r"Timed out after (\d+) seconds waiting for clients", "first"),
     _rule("process_groups", r"\[PG (?:ID )?(\d+)[^\]\n]{0,60}? Rank \d+\]", "set"),
@@ -72,7 +72,7 @@ FACT_RULES: tuple[Pattern, ...] = (
 LAUNCHERS = _table((
     ("srun", r"\bsrun\b|slurmstepd"),
     ("mpirun", r"\bmpirun\b|\bmpiexec\b|\bprterun\b"),
-    ("deepspeed", r"^\S*\s*\$?\s*deepspeed\s|deepspeed\.launcher|\[launch\.py:\d+:main\]"),
+    ("deepspeed", r"^\S{0,120}\s{0,8}\$?\s{0,8}deepspeed\s|deepspeed\.launcher|\[launch\.py:\d+:main\]"),
     ("accelerate", r"accelerate launch|'accelerate', 'launch'|accelerate\.commands\.launch"),
     ("torchrun", r"\btorchrun\b|torch\.distributed\.run|torch/distributed/run\.py|torch\.distributed\.elastic"),
 ))

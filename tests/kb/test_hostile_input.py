@@ -12,14 +12,18 @@ from django.conf import settings
 from hypothesis import given, strategies as st
 
 from kb.content.cases import case_files_read
+from kb.content.harmless import harmless_files_read
 from kb.content.frontmatter import FrontMatterError, front_matter_split
 from kb.content.schema import case_front_matter_check, example_text
 from kb.diagnosis.engine import log_diagnose
+from kb.diagnosis import events, facts
 from kb.diagnosis.rules import rules_compile
+from kb.diagnosis.scanning import MAX_LINE_SCAN
 from kb.search.analysis import query_terms
 
 DOCS = case_files_read(Path(settings.CONTENT_DIR))[0]
-SIGNATURES = rules_compile([{**d.meta, "slug": d.slug} for d in DOCS])
+SIGNATURES = rules_compile([{**d.meta, "slug": d.slug} for d in DOCS],
+                           [h.meta for h in harmless_files_read(Path(settings.CONTENT_DIR))[0]])
 ALL_SIGNATURES = [(d.slug, s) for d in DOCS for s in d.meta["signatures"]]
 
 
@@ -42,6 +46,53 @@ def test_every_signature_stays_fast_on_adversarial_lines(slug, signature):
         started = time.perf_counter()
         regex.search(line)
         assert time.perf_counter() - started < 1.0, f"{slug}:{signature['id']} backtracks on a long line"
+
+
+def engine_patterns() -> list[tuple[str, re.Pattern, list[str]]]:
+    """Every regex the engine runs on log lines: case signatures, harmless lines, fact rules, failure rules."""
+    patterns = [(f"{s.case}:{s.id}", s.regex, [lit for g in s.guards for lit in g]) for s in SIGNATURES.signatures]
+    patterns += [(f"harmless:{h.id}", h.signature.regex, [lit for g in h.signature.guards for lit in g])
+                 for h in SIGNATURES.harmless]
+    patterns += [(f"fact:{p.name}", p.regex, list(p.literals))
+                 for p in facts.FACT_RULES + facts.LAUNCHERS + facts.FRAMEWORKS + facts.STAGES + facts.STAGES_DONE]
+    patterns += [("watchdog", facts.WATCHDOG_RE, list(facts.WATCHDOG_LITERALS)),
+                 ("progress", facts.PROGRESS_RE, list(facts.PROGRESS_LITERALS))]
+    patterns += [(f"failure:{kind}", regex, list(lits)) for kind, regex, lits in events.FAILURE_RULES]
+    return patterns
+
+
+def literal_floods(literals: list[str]) -> list[str]:
+    """Lines as long as the engine lets a regex see, made of a required literal over and over, or a literal
+    followed by one filler character: every position is a new start, every start scans far."""
+    lines = []
+    for literal in literals[:3]:
+        lines.append((literal * (MAX_LINE_SCAN // len(literal) + 1))[:MAX_LINE_SCAN])
+        for filler in ("a", "1", " ", "=", "(", ",", "x "):
+            lines.append((literal + filler * MAX_LINE_SCAN)[:MAX_LINE_SCAN])
+            lines.append(((literal + filler * 7) * MAX_LINE_SCAN)[:MAX_LINE_SCAN])
+    return lines
+
+
+@pytest.mark.parametrize("name, regex, literals", engine_patterns(), ids=[p[0] for p in engine_patterns()])
+def test_every_engine_pattern_is_fast_on_a_line_flooded_with_its_literal(name, regex, literals):
+    """Regression: `autotrain\\.trainers\\.\\S+ - creating trainer` took 38 s on a 400 KB line (robustness probe)."""
+    for line in literal_floods(literals):
+        best = min(_search_seconds(regex, line) for _ in range(3))
+        assert best < 0.05, f"{name} takes {best * 1000:.0f} ms on a {len(line)}-character line"
+
+
+def _search_seconds(regex: re.Pattern, line: str) -> float:
+    started = time.perf_counter()
+    regex.search(line)
+    return time.perf_counter() - started
+
+
+def test_a_diagnosis_past_its_time_budget_returns_what_it_has_marked_partial():
+    data = ("\n".join("[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: "
+                      "WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600103 "
+                      "milliseconds before timing out." for _ in range(20_000))).encode()
+    result = log_diagnose([("log", data)], SIGNATURES, budget_s=1e-9)
+    assert result.stats["partial"] is True and result.facts["op_type"] == "ALLREDUCE"
 
 
 @pytest.mark.parametrize("name, data", [
