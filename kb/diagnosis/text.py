@@ -41,7 +41,7 @@ def log_decode(data: bytes | str) -> str:
 # from a terminal or a web page, and is scanned as it is (the repair walks every line in Python).
 REPAIR_LIMIT = 8 * 1024 * 1024
 _ENTITY_RE = re.compile(r"&(?:gt|lt|quot|amp|#39|#x27|apos|nbsp);")
-_WRAP_MIN, _WRAP_MAX = 60, 400
+_WRAP_MIN, _WRAP_MAX = 60, 250  # terminal widths people paste from; longer equal lines are a program's own
 _RECORD = "WorkNCCL("
 
 
@@ -108,7 +108,8 @@ def paste_repair(text: str) -> Repaired:
 
 
 # How a log line begins: a launcher or logger prefix, a timestamp, a glog header, an NCCL host:pid:tid.
-_LINE_START_RE = re.compile(r"\s*(?:\[|\d{4}-\d\d-\d\d|[EWIF]\d{4} |[A-Za-z0-9_.-]{1,64}:\d+:\d+ \[|Traceback|File \"|#\d)")
+_LINE_START_RE = re.compile(r"\s*(?:\[|\d{4}-\d\d-\d\d|[EWIF]\d{4} |[A-Za-z0-9_.-]{1,64}:\d+:\d+ \[|Traceback|File \"|#\d"
+                            r"|frame #\d|Exception raised from|terminate called|what\(\)|[A-Z]\w{2,40}(?:Error|Exception|Warning):)")
 
 
 def _continues(line: str, following: str) -> bool:
