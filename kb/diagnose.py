@@ -60,6 +60,8 @@ def diagnosis_json(diagnosis: Diagnosis) -> dict[str, Any]:
         body["first_failure"] = {"kind": failure.kind, "rank": failure.rank, "line": failure.line,
                                  "time": failure.time, "text": failure.text, "summary": failure_text(failure),
                                  **({"file": failure.source} if failure.source else {})}
+    if diagnosis.stack_groups:
+        body["stacks"] = {"groups": diagnosis.stack_groups}
     harmless_url = reverse("kb:harmless_list")
     body["harmless"] = [{"line": h.line, "text": h.text, "why": h.why, "title": h.title,
                          "url": f"{harmless_url}#{h.id}", **({"file": h.source} if h.source else {})}

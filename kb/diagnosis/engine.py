@@ -16,7 +16,7 @@ from kb.diagnosis.scanning import TextScanner
 from kb.diagnosis.signatures import signature_hits
 from kb.diagnosis.stacks import Stack, stacks_extract
 from kb.diagnosis.text import LineLocator, log_text, paste_repair
-from kb.diagnosis.verdict import RankVerdict, rank_verdict, verdict_facts
+from kb.diagnosis.verdict import RankVerdict, rank_verdict, stack_groups, verdict_facts
 from kb.diagnosis.versions import version_in
 
 CONFIDENT = 0.5
@@ -70,6 +70,7 @@ class Diagnosis:
     harmless: list[Harmless] = field(default_factory=list)
     failure: Failure | None = None
     repairs: list[str] = field(default_factory=list)
+    stack_groups: list[dict] = field(default_factory=list)
 
     @property
     def confident(self) -> list[CaseMatch]:
@@ -171,7 +172,7 @@ def log_diagnose(sources: list[tuple[str, bytes | str]], rules: Rules, *, top: i
     stats = {"bytes": sum(len(data) for _, data in sources), "lines": line_total, "ms": round(elapsed_ms, 1),
              "files": len(sources), **({"partial": True} if partial else {})}
     return Diagnosis(matches=matches[:top], facts=facts, verdict=verdict, stats=stats, harmless=harmless,
-                     failure=failure, repairs=sorted(set(repairs)))
+                     failure=failure, repairs=sorted(set(repairs)), stack_groups=stack_groups(all_stacks))
 
 
 def _file_read(scanner: TextScanner, lines: LineLocator, source: str | None) -> _FileReading:

@@ -10,6 +10,7 @@ from typing import Any
 
 from kb.diagnosis.events import Failure
 from kb.diagnosis.facts import RankState
+from kb.diagnosis.stacks import Stack
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,28 @@ def _groups(reporting: dict[int, RankState], silent: list[int], behind: list[int
             g["odd"] = g["odd"] or len(g["ranks"]) < largest
     for g in groups:
         g["label"] = _ranks_text(g["ranks"])
+    return groups
+
+
+def stack_groups(stacks: list[tuple[Stack, str | None]]) -> list[dict]:
+    """Pasted stacks grouped by where they are (their innermost frames), largest group first: with py-spy
+    dumps of every rank, the odd group out is usually the rank the others wait for. Only the main
+    thread of each process counts when the dump names it (helper threads sit in the same waits everywhere)."""
+    chosen = [(s, src) for s, src in stacks if not s.thread or "MainThread" in s.thread or s.kind != "py-spy"]
+    by_place: dict[tuple[str, ...], list[tuple[Stack, str | None]]] = {}
+    for stack, source in chosen:
+        by_place.setdefault(tuple(stack.frames[:3]), []).append((stack, source))
+    groups = []
+    for place, members in by_place.items():
+        ranks = sorted({s.rank for s, _ in members if s.rank is not None})
+        who = _ranks_text(ranks) if ranks else f"{len(members)} stack{'s' if len(members) > 1 else ''}"
+        groups.append({"label": who, "ranks": ranks, "count": len(members), "where": place[0],
+                       "frames": list(place), "line": members[0][0].frame_lines[0] if members[0][0].frame_lines else None,
+                       "file": members[0][1]})
+    groups.sort(key=lambda g: (-g["count"], g["where"]))
+    largest = groups[0]["count"] if groups else 0
+    for g in groups:
+        g["odd"] = len(groups) > 1 and g["count"] < largest
     return groups
 
 

@@ -74,3 +74,14 @@ def test_gdb_frames_name_the_source_file_or_library():
 
 def test_a_log_without_stacks_yields_none():
     assert read("[rank0]: iteration 10/100 | loss 2.31\nThread pool started\n") == []
+
+
+def test_py_spy_dumps_of_many_ranks_are_grouped_by_where_they_wait():
+    from kb.diagnosis.verdict import stack_groups
+    waiting = "=== rank {r} ===\nThread {pid} (idle): \"MainThread\"\n    barrier (torch/distributed/distributed_c10d.py:3685)\n    main (train.py:88)\n"
+    saving = "=== rank 3 ===\nThread 4003 (active): \"MainThread\"\n    write (torch/serialization.py:652)\n    save_checkpoint (train.py:140)\n"
+    text = "".join(waiting.format(r=r, pid=4000 + r) for r in (0, 1, 2)) + saving
+    groups = stack_groups([(s, None) for s in read(text)])
+    assert [(g["label"], g["where"], g["odd"]) for g in groups] == [
+        ("ranks 0–2", "torch/distributed/distributed_c10d.py:barrier", False),
+        ("rank 3", "torch/serialization.py:write", True)]

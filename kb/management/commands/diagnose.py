@@ -73,6 +73,12 @@ def _text(result: dict) -> str:
             out.append(f"   {where}{evidence['line']:>6}  {evidence['text'][:160]}")
     if "ranks" in result:
         out.append(f"\nRanks: {result['ranks']['summary']}")
+        groups = result["ranks"]["groups"]
+        if len(groups) > 1:
+            out.append("  " + " · ".join(f"{g['label']}: {g['where']}{' (odd one out)' if g['odd'] else ''}" for g in groups))
+    if "stacks" in result:
+        out.append("\nStacks: " + " · ".join(f"{g['label']} in {g['where']}{' (odd one out)' if g['odd'] else ''}"
+                                            for g in result["stacks"]["groups"]))
     for harmless in result["harmless"]:
         where = f"{harmless['file']}:" if "file" in harmless else ""
         out.append(f"\nNot the problem: {where}{harmless['line']}: {harmless['title']} ({harmless['url']})")
