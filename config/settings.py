@@ -84,6 +84,13 @@ DATABASES = {
     )
 }
 
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets pages read while a load writes; an immediate write lock at the start of each transaction and a
+    # busy timeout make concurrent writers wait their turn instead of failing with "database is locked".
+    DATABASES["default"].setdefault("OPTIONS", {}).update({
+        "init_command": "PRAGMA journal_mode=WAL;", "transaction_mode": "IMMEDIATE", "timeout": 20,
+    })
+
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

@@ -2,7 +2,7 @@
 
 `trees_check` is registered with kb.extensions (troubleshooter/apps.py): `load_content` and `validate_content` run it, so
 a tree naming a missing case, fix step or script part stops the load with file:line. Views use
-`library_load`, which reads the same files once per change and serves only trees without problems.
+`library_published`: the snapshot of the loaded revision, read once per build, only trees without problems.
 """
 from __future__ import annotations
 
@@ -11,8 +11,11 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from django.conf import settings
+
 from kb.content.cases import CaseDoc
 from kb.content.errors import ContentError, display_path
+from kb.content.publish import published_snapshot
 from troubleshooter.parts import Part, part_file_read, part_paths
 from troubleshooter.roles import ALWAYS_REQUIRED, ROLE_VALUES
 from troubleshooter.trees import Leaf, Tree, tree_branches, tree_file_read, tree_paths
@@ -131,20 +134,24 @@ def _leaf_roles_problems(tree: Tree, leaf: Leaf, parts: list[Part]) -> list[str]
 
 
 _cache_lock = threading.Lock()
-_cache: dict[Path, tuple[tuple, Library]] = {}
+_cache: dict[Path, Library] = {}
 
 
-def library_load(content_dir: Path) -> Library:
-    """The library for serving pages, re-read only when a tree or part file changes."""
-    files = tree_paths(content_dir) + part_paths(content_dir)
-    stamp = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files)
+def library_published() -> Library:
+    """The trees and parts of the loaded content revision, read from the snapshot `load_content` published
+    (never from content/ live, so a file the last load refused cannot reach a page). Read once per build."""
+    snapshot = published_snapshot(settings.SEARCH_INDEX_DIR)
+    if snapshot is None:
+        return Library(errors=[ContentError("content", 1, "no content is loaded: run python manage.py load_content")])
     with _cache_lock:
-        cached = _cache.get(content_dir)
-        if cached and cached[0] == stamp:
-            return cached[1]
-    library = library_read(content_dir)
+        cached = _cache.get(snapshot)
+    if cached is not None:
+        return cached
+    library = library_read(snapshot)
     for error in library.errors:
-        logger.warning("troubleshooter content problem (run validate_content): %s", error)
+        logger.warning("troubleshooter content problem in the published snapshot: %s", error)
     with _cache_lock:
-        _cache[content_dir] = (stamp, library)
+        if len(_cache) > 4:
+            _cache.clear()
+        _cache[snapshot] = library
     return library

@@ -7,7 +7,7 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.urls import reverse
 
-from troubleshooter.content import library_load
+from troubleshooter.content import library_published
 from troubleshooter.engine import state_query
 from troubleshooter.facts import answers_from_facts
 
@@ -26,7 +26,7 @@ def wizard_url_for_facts(facts: Mapping[str, Any]) -> str | None:
     """Where the log-diagnosis page sends the user: the tree the facts answer best, with those answers filled in.
 
     The wizard then skips every question the log already answered. None when no tree is available."""
-    library = library_load(settings.CONTENT_DIR)
+    library = library_published()
     best: tuple[int, str, dict[str, str]] | None = None
     for tree_id in sorted(library.trees):
         answers = answers_from_facts(library.trees[tree_id], dict(facts))

@@ -19,7 +19,7 @@ from pygments.lexers import BashLexer
 
 from kb.content.rendering import code_blocks_focusable
 from kb.models import Case, ContentState
-from troubleshooter.content import library_load
+from troubleshooter.content import library_published
 from troubleshooter.engine import StateError, Step, step_resolve, text_shown, tree_step
 from troubleshooter.links import script_url, step_url
 from troubleshooter.rules import RULES
@@ -36,7 +36,7 @@ class HtmxHttpRequest(HttpRequest):
 @require_safe
 def index(request: HtmxHttpRequest) -> TemplateResponse:
     """The starting points: every tree, with its first question's answers as direct links."""
-    library = library_load(settings.CONTENT_DIR)
+    library = library_published()
     trees = []
     for tree in sorted(library.trees.values(), key=lambda t: t.title):
         start = tree.question(tree.start)
@@ -80,7 +80,7 @@ def script(request: HtmxHttpRequest, tree_id: str) -> HttpResponse:
 
 
 def _tree_or_404(tree_id: str) -> Tree:
-    tree = library_load(settings.CONTENT_DIR).trees.get(tree_id)
+    tree = library_published().trees.get(tree_id)
     if tree is None:
         raise Http404(f"There is no troubleshooter called '{tree_id}'.")
     return tree
@@ -144,7 +144,7 @@ def _script_text(request: HttpRequest, tree: Tree, resolved: Step) -> str:
     source = ScriptSource(case_url=case_url, fix_step_urls=tuple(f"{case_url}#{s}" for s in leaf.fix_steps),
                           wizard_url=request.build_absolute_uri(step_url(tree.id, _path_answers(resolved))),
                           revision=ContentState.loaded_revision())
-    return script_render(resolved, library_load(settings.CONTENT_DIR).parts, source)
+    return script_render(resolved, library_published().parts, source)
 
 
 def _path_answers(resolved: Step) -> dict[str, str]:

@@ -1,17 +1,19 @@
-"""Write validated content into the database and the search index, all or nothing."""
+"""Write validated content into the database and publish its index and snapshot, all or nothing."""
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from kb.content.cases import CaseDoc, case_files_read, content_revision
 from kb.content.errors import ContentError, ContentInvalid
 from kb.content.harmless import HarmlessDoc, harmless_files_read
 from kb.extensions import content_checks_run
 from kb.models import Alias, Case, ContentState, HarmlessLine, Tag
-from kb.search.index import index_build
+from kb.content.publish import build_dir_new, build_swap, current_revision, snapshot_write
+from kb.search.index import index_write
 
 
 @dataclass(frozen=True)
@@ -21,26 +23,50 @@ class LoadReport:
     updated: int
     deleted: int
     total: int
+    skipped: bool = False  # this revision was already loaded and published
 
 
-def content_load(*, content_dir: Path, index_dir: Path) -> LoadReport:
-    """Validate every file first; only when all are valid, upsert by slug, delete vanished cases, rebuild the index.
+LOAD_LOCK = 727_164_001  # PostgreSQL advisory lock key: one content load at a time across app servers
+
+
+def content_load(*, content_dir: Path, index_dir: Path, force: bool = False) -> LoadReport:
+    """Validate every file first; only when all are valid, build the new index and snapshot, write the
+    database (upsert by slug, delete what vanished) and commit, then publish the build.
 
     Other apps' registered content checks (the troubleshooter's trees) can veto the load with their own
-    file:line errors, so one command validates all content before anything is written.
+    file:line errors, so one command validates all content before anything is written. Loads are
+    serialised (an advisory lock on PostgreSQL, an immediate write lock on SQLite), and a revision that is
+    already loaded and published is not loaded again unless `force`.
     """
     docs, harmless, errors = content_check(content_dir)
     if errors:
         raise ContentInvalid(errors)
     revision = content_revision(content_dir)
-    with transaction.atomic():
-        created, updated, deleted = _write_cases(docs)
-        _write_harmless(harmless)
-        ContentState.objects.all().delete()
-        ContentState.objects.create(revision=revision)
-        # The index is built inside the transaction: if it fails, the database rolls back too.
-        index_build(docs, index_dir, harmless)
+    build = None
+    try:
+        with transaction.atomic():
+            _loads_serialise()
+            if not force and ContentState.loaded_revision() == revision and current_revision(index_dir) == revision:
+                return LoadReport(revision=revision, created=0, updated=0, deleted=0, total=len(docs), skipped=True)
+            build = build_dir_new(index_dir, revision)
+            index_write(build, docs, harmless)
+            snapshot_write(build, content_dir)
+            created, updated, deleted = _write_cases(docs)
+            _write_harmless(harmless)
+            ContentState.objects.all().delete()
+            ContentState.objects.create(revision=revision)
+    except BaseException:
+        if build is not None:
+            shutil.rmtree(build, ignore_errors=True)  # the database rolled back: nothing may point here
+        raise
+    build_swap(index_dir, build)  # after the commit: the site never serves an index ahead of its database
     return LoadReport(revision=revision, created=created, updated=updated, deleted=deleted, total=len(docs))
+
+
+def _loads_serialise() -> None:
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LOAD_LOCK])
 
 
 def content_check(content_dir: Path) -> tuple[list[CaseDoc], list[HarmlessDoc], list[ContentError]]:

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import functools
 import html
-import os
 import re
-import shutil
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -79,11 +76,8 @@ def harmless_search_fields(doc: "HarmlessDoc") -> dict[str, str]:
     }
 
 
-def index_build(docs: list["CaseDoc"], index_dir: Path, harmless: list["HarmlessDoc"] = ()) -> Path:
-    """Write a complete new index next to the live one, then swap it in atomically."""
-    index_dir.mkdir(parents=True, exist_ok=True)
-    build = index_dir / f"build-{time.time_ns()}"
-    build.mkdir()
+def index_write(build: Path, docs: list["CaseDoc"], harmless: list["HarmlessDoc"] = ()) -> None:
+    """Write a complete index into a new build directory (kb.content.publish swaps it in)."""
     ix = whoosh_index.create_in(build, _schema())
     writer = ix.writer()
     for doc in docs:
@@ -93,15 +87,6 @@ def index_build(docs: list["CaseDoc"], index_dir: Path, harmless: list["Harmless
         writer.add_document(**harmless_search_fields(entry), sections=[],
                             url=f"{reverse('kb:harmless_list')}#{entry.slug}")
     writer.commit()
-    link_tmp = index_dir / f"current.tmp-{os.getpid()}"
-    if link_tmp.is_symlink() or link_tmp.exists():
-        link_tmp.unlink()
-    link_tmp.symlink_to(build.name)
-    os.replace(link_tmp, index_dir / "current")
-    for old in index_dir.glob("build-*"):
-        if old.name != build.name:
-            shutil.rmtree(old, ignore_errors=True)
-    return build
 
 
 @dataclass(frozen=True)

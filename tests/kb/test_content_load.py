@@ -71,9 +71,51 @@ def test_system_check_warns_when_nothing_was_loaded(content):
     assert [w.id for w in content_drift_check(None)] == ["kb.W001"]
 
 
-def test_index_is_swapped_not_rewritten(content, settings):
+def test_index_is_swapped_not_rewritten_and_the_previous_build_is_kept(content, settings):
     first_build = (settings.SEARCH_INDEX_DIR / "current").resolve()
+    write_case(content, "third-case")
     call_command("load_content", verbosity=0)
     second_build = (settings.SEARCH_INDEX_DIR / "current").resolve()
-    assert first_build != second_build and not first_build.exists()
-    shutil.rmtree(settings.SEARCH_INDEX_DIR)
+    write_case(content, "fourth-case")
+    call_command("load_content", verbosity=0)
+    third_build = (settings.SEARCH_INDEX_DIR / "current").resolve()
+    assert len({first_build, second_build, third_build}) == 3
+    assert second_build.exists() and not first_build.exists()
+
+
+def test_a_revision_already_loaded_and_published_is_not_loaded_again(content, settings, capsys):
+    build = (settings.SEARCH_INDEX_DIR / "current").resolve()
+    call_command("load_content")
+    assert "already loaded" in capsys.readouterr().out
+    assert (settings.SEARCH_INDEX_DIR / "current").resolve() == build
+
+
+def test_force_loads_the_same_revision_again(content, settings):
+    build = (settings.SEARCH_INDEX_DIR / "current").resolve()
+    call_command("load_content", "--force", verbosity=0)
+    assert (settings.SEARCH_INDEX_DIR / "current").resolve() != build
+
+
+def test_a_failed_database_write_publishes_nothing_and_leaves_no_build(content, settings, monkeypatch):
+    """Regression (robustness probe): the index was swapped before the database committed."""
+    import kb.content.load as load
+    build = (settings.SEARCH_INDEX_DIR / "current").resolve()
+    before = snapshot()
+
+    def fail(docs):
+        raise RuntimeError("database is locked")
+    monkeypatch.setattr(load, "_write_harmless", fail)
+    write_case(content, "third-case")
+    with pytest.raises(RuntimeError):
+        call_command("load_content", verbosity=0)
+    assert (settings.SEARCH_INDEX_DIR / "current").resolve() == build
+    assert [p.name for p in settings.SEARCH_INDEX_DIR.glob("build-*")] == [build.name]
+    assert snapshot() == before
+
+
+def test_orphan_builds_of_an_interrupted_load_are_removed_by_the_next_load(content, settings):
+    orphan = settings.SEARCH_INDEX_DIR / "build-0123456789ab-1"
+    orphan.mkdir()
+    write_case(content, "third-case")
+    call_command("load_content", verbosity=0)
+    assert not orphan.exists()

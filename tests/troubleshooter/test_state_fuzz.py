@@ -3,10 +3,10 @@ import pytest
 from django.conf import settings
 from hypothesis import given, strategies as st
 
-from troubleshooter.content import library_load
+from troubleshooter.content import library_read
 from troubleshooter.engine import StateError, tree_step
 
-TREE = library_load(settings.CONTENT_DIR).trees["hang"]
+TREE = library_read(settings.CONTENT_DIR).trees["hang"]
 QUESTION_IDS = sorted(node_id for node_id in TREE.nodes if TREE.question(node_id) is not None)
 VALUES = st.one_of(st.text(max_size=30), st.sampled_from(["eth0", "60", "8", "torchrun", "mpirun", "yes", "", " "]))
 

@@ -233,3 +233,19 @@ def test_a_script_for_an_unfinished_state_is_a_400_naming_the_next_question(clie
     response = client.get("/troubleshoot/hang/fix.sh?when=init")
     assert response.status_code == 400
     assert b"What does the log show during initialisation?" in response.content
+
+
+@pytest.mark.django_db
+def test_a_tree_the_last_load_refused_does_not_reach_the_wizard(client, settings, content_copy, tmp_path):
+    """Regression (robustness probe): the wizard read content/ live, so an invalid tree that load_content
+    had refused ("nothing was changed") broke /troubleshoot/hang/ at once."""
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+    settings.CONTENT_DIR = content_copy
+    settings.SEARCH_INDEX_DIR = tmp_path / "published"
+    call_command("load_content", verbosity=0)
+    (content_copy / "trees" / "hang.yaml").write_text("id: hang\nnodes: [broken\n")
+    with pytest.raises(CommandError):
+        call_command("load_content", verbosity=0)
+    response = client.get("/troubleshoot/hang/")
+    assert response.status_code == 200 and b"When does the job stop making progress?" in response.content

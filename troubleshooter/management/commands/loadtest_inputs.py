@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand
 
 from kb.benchmark import TYPICAL_ERRORS, bench_log_write
 from kb.models import Case
-from troubleshooter.content import library_load
+from troubleshooter.content import library_published
 from troubleshooter.engine import tree_walk
 from troubleshooter.links import script_url, step_url
 from urllib.parse import urlencode
@@ -24,7 +24,7 @@ class Command(BaseCommand):
         bench_log_write(log, size_bytes=1024 * 1024, ranks=16)
         lines = [f"GET /kb/{slug}/" for slug in Case.objects.values_list("slug", flat=True)]
         lines += [f"GET /search?{urlencode({'q': q})}" for q in TYPICAL_ERRORS]
-        library = library_load(settings.CONTENT_DIR)
+        library = library_published()
         for tree_id, tree in sorted(library.trees.items()):
             for answers in islice(tree_walk(tree), 0, 400, 40):
                 partial = dict(list(answers.items())[: max(1, len(answers) // 2)])
