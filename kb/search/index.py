@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import html
+import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,8 @@ from kb.search.analysis import log_analyzer, query_terms
 if TYPE_CHECKING:
     from kb.content.cases import CaseDoc
     from kb.content.harmless import HarmlessDoc
+
+logger = logging.getLogger(__name__)
 
 FIELD_BOOSTS = {"title": 4.0, "signatures": 3.0, "symptoms": 2.5, "summary": 2.0, "tags": 1.5, "body": 1.0}
 _TAG_RE = re.compile(r"<[^>]+>")
@@ -109,7 +112,7 @@ def search_cache_clear() -> None:
 
 
 class IndexMissing(RuntimeError):
-    """The index has not been built yet (run `python manage.py load_content`)."""
+    """The index has not been built yet, or cannot be read (run `python manage.py load_content`)."""
 
 
 def search(text: str, *, index_dir: Path, limit: int = 10) -> list[SearchHit]:
@@ -121,7 +124,11 @@ def search(text: str, *, index_dir: Path, limit: int = 10) -> list[SearchHit]:
     current = index_dir / "current"
     if not current.exists():
         raise IndexMissing(f"no search index at {current}")
-    return list(_search_built(str(current.resolve()), tuple(terms), limit))
+    try:
+        return list(_search_built(str(current.resolve()), tuple(terms), limit))
+    except Exception as err:  # a corrupt or half-deleted index: say so and let the caller go on without search
+        logger.error("search index at %s cannot be read: %s", current, err)
+        raise IndexMissing(f"the search index at {current} cannot be read: {err}") from None
 
 
 @functools.lru_cache(maxsize=512)

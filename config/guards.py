@@ -1,0 +1,41 @@
+"""Request guards that must run before anything reads the body or queries the database.
+
+- A body over the size limit is refused from its Content-Length with a 413 that states the limit, before
+  CSRF checking or form parsing would spool it (a 300 MB upload used to reach the disk first).
+- A NUL byte in the path or the query string is a 400: PostgreSQL refuses NUL in text, and no real URL
+  of this site contains one.
+"""
+from typing import Callable
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+
+
+class RequestGuardMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if "\x00" in request.path or "%00" in request.META.get("QUERY_STRING", "") or "\x00" in request.META.get("QUERY_STRING", ""):
+            return _refuse(request, 400, "Bad request", "The address contains a NUL character.")
+        try:
+            declared = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            declared = 0
+        limit = settings.KB_MAX_LOG_BYTES
+        if declared > limit + 64 * 1024:  # multipart framing adds a little to an upload at the limit
+            from kb.log_input import limit_text
+            message = f"The log is larger than the limit of {limit_text(limit)}."
+            if request.path.startswith("/api/"):
+                return JsonResponse({"error": message, "limit_bytes": limit}, status=413)
+            return _refuse(request, 413, "Log too large",
+                           f"{message} Trim it to the part around the first error, or split it per rank, or use "
+                           "python manage.py diagnose on the command line, which has no limit.")
+        return self.get_response(request)
+
+
+def _refuse(request: HttpRequest, status: int, title: str, message: str) -> HttpResponse:
+    response = render(request, "error.html", {"title": title, "message": message}, status=status)
+    response["Connection"] = "close"  # the unread body must not be taken for the next request
+    return response
