@@ -102,7 +102,7 @@ STAGES = _table((
     ("tokenizing dataset", r"Running tokenizer on dataset|Tokenizing|Grouping texts in chunks"),
     ("creating trainer", r"creating trainer"),
     ("userbuffers setup", r"\[UB\]|UB_TIMEOUT is set|\[UBP2P\]"),
-    ("training", r"\*\*\*\*\* Running training \*\*\*\*\*| iteration +\d+/ *\d+ \|"),
+    ("training", r"\*\*\*\*\* Running training \*\*\*\*\*| iteration +\d+/ *\d+ \||\{'loss': [\d.]+, '(?:grad_norm|learning_rate)'"),
     ("saving checkpoint", r"[Ss]aving (?:model )?checkpoint|saving checkpoint at iteration"),
     ("building extension", r"Building extension module|Emitting ninja build file|PyTorch extensions root"),
     ("building datasets", r"> building train, validation, and test datasets"),
