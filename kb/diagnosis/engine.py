@@ -9,7 +9,7 @@ from typing import Any
 
 from kb.diagnosis import tools
 from kb.diagnosis.conditions import condition_holds
-from kb.diagnosis.events import Failure, first_failure
+from kb.diagnosis.events import Failure, failure_exception, first_failure
 from kb.diagnosis.facts import GENERIC_FACTS, facts_extract
 from kb.diagnosis.rules import Rules
 from kb.diagnosis.scanning import TextScanner
@@ -198,11 +198,14 @@ def _harmless_lines(scanner: TextScanner, lines: LineLocator, rules: Rules, sour
 
 
 def _frame_signals(rules: Rules, stacks: list[tuple[Stack, str | None]], per_case: dict[str, dict]) -> None:
-    """A frame signature counts when one of the innermost `depth` frames of any stack matches it."""
+    """A frame signature counts when one of the innermost `depth` frames of a stack matches it. Only stacks
+    that show where a process waits count: dumps (py-spy, faulthandler, gdb) and tracebacks that end in an
+    interrupt or a timeout. A traceback of an error shows where it crashed, which is the error's evidence."""
+    waiting = [(stack, source) for stack, source in stacks if stack.kind != "traceback" or not failure_exception(stack)]
     for frame in rules.frames:
         count = 0
         first: Evidence | None = None
-        for stack, source in stacks:
+        for stack, source in waiting:
             for index, name in enumerate(stack.frames[:frame.depth]):
                 match = frame.regex.search(name)
                 if match:

@@ -71,13 +71,19 @@ def first_failure(scanner: TextScanner, lines: LineLocator, stacks: list[Stack],
             found.append((offset, Failure(kind, lines.line_number(offset), line_text, _rank_in(line_text),
                                           _time_in(line_text), source)))
     for stack in stacks:
-        if stack.kind == "traceback" and stack.exception and not any(w in stack.exception for w in _EFFECT_WORDS):
+        if failure_exception(stack):
             offset = stack.offset
             found.append((offset, Failure("exception", stack.line, stack.exception, stack.rank, None, source)))
             break
     if not found:
         return None
     return min(found, key=lambda item: item[0])[1]
+
+
+def failure_exception(stack: Stack) -> bool:
+    """A traceback that ends in an error of its own (not an interrupt, nor a distributed timeout or abort,
+    which are what waiting looks like when it is cut short)."""
+    return stack.kind == "traceback" and bool(stack.exception) and not any(w in stack.exception for w in _EFFECT_WORDS)
 
 
 def _root_cause(scanner: TextScanner, lines: LineLocator, source: str | None) -> Failure | None:

@@ -103,7 +103,8 @@ STAGES = _table((
     ("creating trainer", r"creating trainer"),
     ("userbuffers setup", r"\[UB\]|UB_TIMEOUT is set|\[UBP2P\]"),
     ("training", r"\*\*\*\*\* Running training \*\*\*\*\*| iteration +\d+/ *\d+ \||\{'loss': [\d.]+, '(?:grad_norm|learning_rate)'"),
-    ("saving checkpoint", r"[Ss]aving (?:model )?checkpoint|saving checkpoint at iteration"),
+    ("saving checkpoint", r"[Ss]aving (?:model |latest |last )?checkpoint|saving checkpoint at iteration"
+                          r"|Saving (?:model|Optimizer state|current state) to \S{0,300}(?:pytorch_model|optimizer|checkpoint)"),
     ("building extension", r"Building extension module|Emitting ninja build file|PyTorch extensions root"),
     ("building datasets", r"> building train, validation, and test datasets"),
     ("building dataset indices", r"building the indices on rank 0|Build and save the (?:document|sample|shuffle) index"),
