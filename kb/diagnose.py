@@ -6,6 +6,7 @@ from typing import Any
 from django.urls import reverse
 
 from kb.diagnosis.engine import Diagnosis, log_diagnose
+from kb.diagnosis.reading import Source
 from kb.diagnosis.rules import Rules, rules_compile
 from kb.diagnosis.verdict import failure_text
 from kb.models import Case, ContentState, HarmlessLine
@@ -25,8 +26,9 @@ def rules_current() -> Rules:
     return _cache[revision]
 
 
-def diagnosis_run(sources: list[tuple[str, bytes | str]], *, top: int = 5, budget_s: float | None = None) -> Diagnosis:
-    return log_diagnose(sources, rules_current(), top=top, budget_s=budget_s)
+def diagnosis_run(sources: list[tuple[str, Source]], *, top: int = 5, budget_s: float | None = None,
+                  workers: int = 1) -> Diagnosis:
+    return log_diagnose(sources, rules_current(), top=top, budget_s=budget_s, workers=workers)
 
 
 def diagnosis_json(diagnosis: Diagnosis) -> dict[str, Any]:

@@ -4,39 +4,29 @@ frame signatures and fact conditions, and explain each match with evidence."""
 from __future__ import annotations
 
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
 from typing import Any
 
-from kb.diagnosis import tools
 from kb.diagnosis.conditions import condition_holds
-from kb.diagnosis.events import Failure, failure_exception, first_failure
-from kb.diagnosis.facts import GENERIC_FACTS, facts_extract
+from kb.diagnosis.events import Failure, failure_exception
+from kb.diagnosis.facts import GENERIC_FACTS, rank_facts
+from kb.diagnosis.reading import (
+    EVIDENCE_PER_SIGNAL, MAX_HARMLESS, Evidence, FileReading, Harmless, Source, facts_merge, source_read,
+)
 from kb.diagnosis.rules import Rules
-from kb.diagnosis.scanning import TextScanner
-from kb.diagnosis.signatures import signature_hits
-from kb.diagnosis.stacks import Stack, stacks_extract
-from kb.diagnosis.text import LineLocator, log_text, paste_repair
+from kb.diagnosis.stacks import Stack
 from kb.diagnosis.verdict import RankVerdict, rank_verdict, stack_groups, verdict_facts
 from kb.diagnosis.versions import version_in
 
 CONFIDENT = 0.5
 HALF_SCORE = 6.0  # the score at which a case with an anchor becomes a confident match
 NO_ANCHOR_CAP = 0.45
-EVIDENCE_PER_SIGNAL = 3
-MAX_HARMLESS = 20
 # Version facts a step's `versions` are checked against.
 VERSION_FACTS = {"pytorch": "torch_version", "nccl": "nccl_version", "cuda": "cuda_version",
                  "transformer-engine": "te_version", "linux-kernel": "kernel_version"}
-
-
-@dataclass
-class Evidence:
-    line: int
-    text: str
-    signal: str
-    source: str | None = None
-    groups: dict[str, str] = field(default_factory=dict)
-    span: tuple[int, int] = (0, 0)  # the matched part, as offsets into `text`
 
 
 @dataclass
@@ -49,16 +39,6 @@ class CaseMatch:
     kind: str = "cause"  # cause | guide
     fix_step: str | None = None
     steps_not_for_versions: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Harmless:
-    line: int
-    text: str
-    id: str
-    title: str
-    why: str
-    source: str | None = None
 
 
 @dataclass
@@ -84,69 +64,71 @@ def confidence_from(score: float, anchored: bool) -> float:
     return round(value if anchored else min(value, NO_ANCHOR_CAP), 3)
 
 
-@dataclass
-class _FileReading:
-    """What one file yields; readings of several files merge into the job model in any order."""
-    facts: dict[str, Any]
-    ranks: dict
-    stacks: list[Stack]
-    failure: Failure | None
-    lines: int
-
-
-def log_diagnose(sources: list[tuple[str, bytes | str]], rules: Rules, *, top: int = 5,
-                 budget_s: float | None = None) -> Diagnosis:
-    """Diagnose one job's logs (one or several files: ranks or nodes). A signal counts once per case
-    however many lines or files show it; evidence keeps the first few lines of each.
+def log_diagnose(sources: list[tuple[str, Source]], rules: Rules, *, top: int = 5,
+                 budget_s: float | None = None, workers: int = 1) -> Diagnosis:
+    """Diagnose one job's logs (one or several files: ranks or nodes; bytes, text, paths or binary file
+    objects). A signal counts once per case however many lines or files show it; evidence keeps the first
+    few lines of each.
 
     With `budget_s`, line matching stops when the time is spent and the answer is marked partial: a
-    hostile input costs a bounded share of a worker, never the worker."""
+    hostile input costs a bounded share of a worker, never the worker. With `workers` > 1, several files
+    given as paths are read in parallel processes (the command line: one job's rank or node logs)."""
     started = time.perf_counter()
     deadline = started + budget_s if budget_s else None
-    partial = False
-    literals = rules.literals
+    labels = [name if len(sources) > 1 else None for name, _ in sources]
+    if workers > 1 and len(sources) > 1 and all(isinstance(data, Path) for _, data in sources):
+        with ProcessPoolExecutor(max_workers=min(workers, len(sources)), mp_context=get_context("fork"),
+                                 initializer=_worker_init, initargs=(rules,)) as pool:
+            readings = list(pool.map(_worker_read, [data for _, data in sources], labels, [deadline] * len(sources)))
+    else:
+        readings = [source_read(data, rules, label=label, deadline=deadline)
+                    for (_, data), label in zip(sources, labels)]
+    return job_diagnose(readings, rules, top=top, started=started)
+
+
+_worker_rules: Rules | None = None
+
+
+def _worker_init(rules: Rules) -> None:
+    global _worker_rules
+    _worker_rules = rules
+
+
+def _worker_read(path: Path, label: str | None, deadline: float | None) -> FileReading:
+    """One file of a job, in a worker process (the files of a job are read on all cores, then merged)."""
+    assert _worker_rules is not None
+    return source_read(path, _worker_rules, label=label, deadline=deadline)
+
+
+def job_diagnose(readings: list[FileReading], rules: Rules, *, top: int = 5, started: float | None = None) -> Diagnosis:
+    """Merge the readings of a job's files (in file order) into one job model and score every case."""
+    started = started if started is not None else time.perf_counter()
     per_case: dict[str, dict[str, Any]] = {}
     facts: dict[str, Any] = {}
     all_ranks: dict = {}
     all_stacks: list[tuple[Stack, str | None]] = []
     failures: list[Failure] = []
     harmless: list[Harmless] = []
-    repairs: list[str] = []
-    line_total = 0
-    for name, data in sources:
-        source = name if len(sources) > 1 else None
-        text, unchanged = log_text(data)
-        repaired = paste_repair(text)
-        if repaired.text is not text:
-            text, unchanged = repaired.text, False
-        repairs += repaired.notes
-        lines = LineLocator(text, repaired.joins)
-        scanner = TextScanner(text, literals, encoded=data if unchanged else None)
-        line_total += lines.line_count()
-        skip = _harmless_lines(scanner, lines, rules, source, harmless)
-        for sig, hits, count in signature_hits(scanner, rules.signatures, per_signature=EVIDENCE_PER_SIGNAL + len(skip)):
-            if deadline is not None and time.perf_counter() > deadline:
-                partial = True
-                break
-            kept = [hit for hit in hits if lines.line_start(hit.offset) not in skip][:EVIDENCE_PER_SIGNAL]
-            if skip and not kept:
-                continue  # the signature matched harmless lines only
-            entry = per_case.setdefault(sig.case, {"signals": {}, "evidence": []})
-            signal = entry["signals"].setdefault(sig.id, {"id": sig.id, "description": sig.description,
-                                                          "weight": sig.weight, "anchor": sig.anchor,
-                                                          "count": 0, "kind": "line"})
-            signal["count"] += count
-            for hit in kept:
-                if sum(1 for e in entry["evidence"] if e.signal == sig.id) < EVIDENCE_PER_SIGNAL:
-                    entry["evidence"].append(_evidence(lines, hit, sig.id, source))
-        reading = _file_read(scanner, lines, source)
-        _merge_facts(facts, reading.facts)
+    for reading in readings:
+        for slug, entry in reading.per_case.items():
+            into = per_case.setdefault(slug, {"signals": {}, "evidence": []})
+            for signal_id, signal in entry["signals"].items():
+                if signal_id in into["signals"]:
+                    into["signals"][signal_id]["count"] += signal["count"]
+                else:
+                    into["signals"][signal_id] = dict(signal)
+            for evidence in entry["evidence"]:
+                if sum(1 for e in into["evidence"] if e.signal == evidence.signal) < EVIDENCE_PER_SIGNAL:
+                    into["evidence"].append(evidence)
+        facts_merge(facts, reading.facts)
         for rank, state in reading.ranks.items():
             all_ranks.setdefault(rank, state)
-        all_stacks += [(stack, source) for stack in reading.stacks]
+        all_stacks += [(stack, reading.label) for stack in reading.stacks]
         if reading.failure:
             failures.append(reading.failure)
+        harmless += [h for h in reading.harmless if len(harmless) < MAX_HARMLESS]
 
+    facts.update(rank_facts(all_ranks))
     failure = _earliest(failures)
     verdict = rank_verdict(all_ranks, facts.get("world_size"), failure if all_ranks else None)
     facts.update(verdict_facts(verdict))
@@ -169,32 +151,12 @@ def log_diagnose(sources: list[tuple[str, bytes | str]], rules: Rules, *, top: i
                 if key not in GENERIC_FACTS:  # the engine's own reading of those wins, with its types
                     facts.setdefault(key, value)
     elapsed_ms = (time.perf_counter() - started) * 1000
-    stats = {"bytes": sum(len(data) for _, data in sources), "lines": line_total, "ms": round(elapsed_ms, 1),
-             "files": len(sources), **({"partial": True} if partial else {})}
+    partial = any(r.partial for r in readings)
+    stats = {"bytes": sum(r.bytes for r in readings), "lines": sum(r.lines for r in readings),
+             "ms": round(elapsed_ms, 1), "files": len(readings), **({"partial": True} if partial else {})}
+    repairs = sorted({note for r in readings for note in r.repairs})
     return Diagnosis(matches=matches[:top], facts=facts, verdict=verdict, stats=stats, harmless=harmless,
-                     failure=failure, repairs=sorted(set(repairs)), stack_groups=stack_groups(all_stacks))
-
-
-def _file_read(scanner: TextScanner, lines: LineLocator, source: str | None) -> _FileReading:
-    file_facts, ranks = facts_extract(scanner, lines)
-    file_facts.update(tools.tool_facts(scanner))
-    stacks = stacks_extract(scanner, lines)
-    return _FileReading(facts=file_facts, ranks=ranks, stacks=stacks,
-                        failure=first_failure(scanner, lines, stacks, source), lines=lines.line_count())
-
-
-def _harmless_lines(scanner: TextScanner, lines: LineLocator, rules: Rules, source: str | None,
-                    found: list[Harmless]) -> set[int]:
-    """Start offsets of lines that only a known-harmless message explains; they are never evidence."""
-    skip: set[int] = set()
-    for rule in rules.harmless:
-        for sig, hits, _ in signature_hits(scanner, [rule.signature], per_signature=MAX_HARMLESS):
-            for hit in hits:
-                skip.add(lines.line_start(hit.offset))
-                if len(found) < MAX_HARMLESS and not any(h.id == rule.id and h.source == source for h in found):
-                    found.append(Harmless(line=lines.line_number(hit.offset), text=lines.line_text(hit.offset),
-                                          id=rule.id, title=rule.title, why=rule.why, source=source))
-    return skip
+                     failure=failure, repairs=repairs, stack_groups=stack_groups(all_stacks))
 
 
 def _frame_signals(rules: Rules, stacks: list[tuple[Stack, str | None]], per_case: dict[str, dict]) -> None:
@@ -233,14 +195,6 @@ def _condition_signals(rules: Rules, facts: dict[str, Any], per_case: dict[str, 
         entry["signals"][condition.id] = {"id": condition.id, "description": condition.description,
                                           "weight": condition.weight, "anchor": condition.anchor, "count": 1,
                                           "kind": "condition", "fact": condition.fact}
-
-
-def _evidence(lines: LineLocator, hit, signal: str, source: str | None) -> Evidence:
-    text, line_start = lines.line_text(hit.offset), lines.line_start(hit.offset)
-    start = min(hit.offset - line_start, len(text))
-    end = min(hit.end - line_start, len(text))
-    return Evidence(line=lines.line_number(hit.offset), text=text, signal=signal, source=source,
-                    groups=hit.groups, span=(start, end))
 
 
 def _case_match(slug: str, entry: dict[str, Any], rules: Rules, facts: dict[str, Any]) -> CaseMatch:
@@ -285,14 +239,3 @@ def _earliest(failures: list[Failure]) -> Failure | None:
     if len(timed) == len(failures) and len(failures) > 1:
         return min(failures, key=lambda f: f.time)
     return failures[0]
-
-
-def _merge_facts(into: dict[str, Any], new: dict[str, Any]) -> None:
-    for key, value in new.items():
-        if key not in into:
-            into[key] = value
-        elif isinstance(value, list) and isinstance(into[key], list):
-            into[key] = sorted(set(into[key]) | set(value), key=str)
-        elif key == "world_size":
-            into[key] = max(into[key], value)
-

@@ -186,19 +186,6 @@ def facts_extract(scanner: TextScanner, lines: LineLocator) -> tuple[dict[str, A
     if done:
         facts["stages_done"] = done
     ranks = ranks_extract(scanner, lines)
-    if ranks:
-        ops = sorted({r.op for r in ranks.values() if r.op})
-        facts["op_type"] = ops[0] if len(ops) == 1 else ops
-        timeouts = sorted({r.timeout_ms for r in ranks.values() if r.timeout_ms})
-        if timeouts:
-            facts["timeout_ms"] = timeouts[0] if len(timeouts) == 1 else timeouts
-        ran = [r.ran_ms for r in ranks.values() if r.ran_ms]
-        if ran:
-            facts["ran_for_ms"] = max(ran)
-        seqs = sorted({r.seq for r in ranks.values() if r.seq is not None})
-        if seqs:
-            facts["seq_num"] = seqs[0] if len(seqs) == 1 else seqs
-        facts["timed_out_ranks"] = sorted(r for r, s in ranks.items() if s.op or s.last_completed is not None)
     launched = _launch_world_size(scanner)
     if launched:
         facts["world_size"] = max(launched, facts.get("world_size", 0))
@@ -233,7 +220,29 @@ def _launch_world_size(scanner: TextScanner) -> int | None:
     return size or None
 
 
-MAX_FACT_LINES = 2000  # set-valued facts (hosts, interfaces) are complete long before this in real logs
+def rank_facts(ranks: dict[int, RankState]) -> dict[str, Any]:
+    """Facts of the whole job's watchdog states: computed once all files (and windows) are read, since one
+    file may hold some ranks and another the rest."""
+    if not ranks:
+        return {}
+    facts: dict[str, Any] = {}
+    ops = sorted({r.op for r in ranks.values() if r.op})
+    if ops:
+        facts["op_type"] = ops[0] if len(ops) == 1 else ops
+    timeouts = sorted({r.timeout_ms for r in ranks.values() if r.timeout_ms})
+    if timeouts:
+        facts["timeout_ms"] = timeouts[0] if len(timeouts) == 1 else timeouts
+    ran = [r.ran_ms for r in ranks.values() if r.ran_ms]
+    if ran:
+        facts["ran_for_ms"] = max(ran)
+    seqs = sorted({r.seq for r in ranks.values() if r.seq is not None})
+    if seqs:
+        facts["seq_num"] = seqs[0] if len(seqs) == 1 else seqs
+    facts["timed_out_ranks"] = sorted(r for r, s in ranks.items() if s.op or s.last_completed is not None)
+    return facts
+
+
+MAX_FACT_LINES = 500  # set-valued facts (hosts, interfaces) are complete long before this in real logs
 
 
 def _keep(facts: dict[str, Any], rule: Pattern, matches) -> None:

@@ -54,7 +54,7 @@ class Rules:
     def literals(self) -> frozenset[tuple[str, bool]]:
         """Every literal any rule or reader looks for, so a scanner learns in one pass which occur."""
         signatures = self.signatures + [h.signature for h in self.harmless]
-        found = {(lit, s.ignorecase) for s in signatures for group in s.guards for lit in group}
+        found = {(lit, s.ignorecase) for s in signatures for group in s.prefilter for lit in group}
         readers = stacks.HEADER_LITERALS + tools.LITERALS + events.LITERALS
         return frozenset(found | fact_literals() | {(lit, False) for lit in readers})
 

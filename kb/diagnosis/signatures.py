@@ -28,6 +28,13 @@ class Signature:
         """The group whose lines are scanned: every match contains one of these."""
         return self.guards[0] if self.guards else ()
 
+    @property
+    def prefilter(self) -> tuple[tuple[str, ...], ...]:
+        """The groups the one-pass prefilter checks: the scanned group, and the other groups whose literals
+        are distinctive. Short common ones (' - ', 'NCCL') occur in nearly every log and would only slow the
+        pass; a group left out counts as present."""
+        return self.guards[:1] + tuple(g for g in self.guards[1:] if min(len(lit) for lit in g) >= PREFILTER_MIN)
+
 
 def signatures_compile(cases: Iterable[dict]) -> list[Signature]:
     """From `[{"slug": ..., "signatures": [...]}, ...]` (front matter or database rows) to Signatures."""
@@ -52,18 +59,22 @@ class Hit:
     groups: dict[str, str]
 
 
+PREFILTER_MIN = 6
 MAX_COUNTED_LINES = 1000  # a signal that matched this many lines is reported as "1000 or more"
 
 
-def signature_hits(scanner: TextScanner, signatures: list[Signature], *,
-                   per_signature: int = 3) -> Iterator[tuple[Signature, list[Hit], int]]:
-    """For each signature present: its first few hits and the number of lines it matched (capped)."""
+def signature_hits(scanner: TextScanner, signatures: list[Signature], *, per_signature: int = 3,
+                   end: int | None = None) -> Iterator[tuple[Signature, list[Hit], int]]:
+    """For each signature present: its first few hits and the number of lines it matched (capped), counting
+    only lines that start before `end` (a window's own part when the text carries a look-ahead)."""
     for sig in signatures:
-        if not scanner.can_match(sig.guards, sig.ignorecase):
+        if not scanner.can_match(sig.prefilter, sig.ignorecase):
             continue
         hits: list[Hit] = []
         total = 0
         for match in scanner.matches(sig.regex, sig.literals, sig.ignorecase):
+            if end is not None and match.start() >= end:
+                break
             total += 1
             if total >= MAX_COUNTED_LINES:
                 break

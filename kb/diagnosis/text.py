@@ -141,16 +141,17 @@ class LineLocator:
     evidence lines in a 50 MB log cost one pass at most, and no table of every line is built.
     """
 
-    def __init__(self, text: str, joins: list[int] | None = None) -> None:
+    def __init__(self, text: str, joins: list[int] | None = None, base_line: int = 0) -> None:
         self.text = text
         self._joins = joins or []  # offsets where a repair removed a line break (see paste_repair)
+        self._base = base_line  # lines of the file before this text (a window of a larger file)
         self._newlines = text.count("\n")
         # sorted (offset, line number) checkpoints; the end is known from the newline count
         self._known: list[tuple[int, int]] = [(0, 1), (len(text), self._newlines + 1)]
 
     def line_number(self, offset: int) -> int:
         """The input's line number at `offset`: newlines before it, plus the breaks a repair removed."""
-        line = self._text_line(offset)
+        line = self._text_line(offset) + self._base
         return line + bisect.bisect_right(self._joins, offset) if self._joins else line
 
     def _text_line(self, offset: int) -> int:

@@ -5,7 +5,7 @@ import pytest
 
 from kb.diagnosis.engine import confidence_from, log_diagnose
 from kb.diagnosis import scanning
-from kb.diagnosis.facts import fact_literals, facts_extract
+from kb.diagnosis.facts import fact_literals, facts_extract, rank_facts
 from kb.diagnosis.scanning import TextScanner, required_literal_groups
 from kb.diagnosis.rules import rules_compile
 from kb.diagnosis.text import LineLocator, log_decode
@@ -60,6 +60,7 @@ def test_evidence_points_at_the_line_numbers_of_the_original_file(signatures):
 def test_watchdog_facts_are_read_from_torch_2_5_wording(signatures):
     text = log_decode(read("fsdp_rank2_behind_torch25.log"))
     facts, ranks = facts_extract(TextScanner(text, fact_literals()), LineLocator(text))
+    facts.update(rank_facts(ranks))
     assert facts["op_type"] == ["_ALLGATHER_BASE", "_REDUCE_SCATTER_BASE"]
     assert facts["timeout_ms"] == 600000
     assert facts["ran_for_ms"] == 600801

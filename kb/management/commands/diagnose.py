@@ -3,6 +3,7 @@
 Several paths are one job's logs (ranks or nodes); `-` reads standard input.
 """
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -28,18 +29,15 @@ class Command(BaseCommand):
         sources = []
         for path in paths:
             if path == "-":
-                data = sys.stdin.buffer.read()
-                name = "stdin"
-            else:
-                file = Path(path)
-                if not file.is_file():
-                    raise CommandError(f"no such file: {path}")
-                data = file.read_bytes()
-                name = file.name
-            if max_bytes is not None and len(data) > max_bytes:
-                raise CommandError(f"{path} is {len(data)} bytes; --max-bytes is {max_bytes}")
-            sources.append((name, data))
-        result = diagnosis_json(diagnosis_run(sources, top=top))
+                sources.append(("stdin", sys.stdin.buffer))  # read in windows, never whole
+                continue
+            file = Path(path)
+            if not file.is_file():
+                raise CommandError(f"no such file: {path}")
+            if max_bytes is not None and file.stat().st_size > max_bytes:
+                raise CommandError(f"{path} is {file.stat().st_size} bytes; --max-bytes is {max_bytes}")
+            sources.append((file.name, file))
+        result = diagnosis_json(diagnosis_run(sources, top=top, workers=os.cpu_count() or 1))
         if json:
             self.stdout.write(_json_dump(result))
         else:

@@ -1,0 +1,252 @@
+"""Read one file of a job into a summary that merges with other files' summaries in any order: signal
+counts and evidence per case, facts, per-rank watchdog states, stacks, the first failure, harmless lines.
+
+A file is read in windows of whole lines, so memory follows the window size, not the file size. Each
+window is read with a look-ahead of the lines after it, so a stack or a table that starts near its end is
+read whole; everything that counts or is kept (signal counts, evidence, stacks, failures) is taken only
+from the window's own lines, so the summary is the same whatever the window size. A paste small enough to
+have come from a terminal or a web page is read whole and repaired first (see text.paste_repair).
+"""
+from __future__ import annotations
+
+import io
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO, Iterator, Union
+
+from kb.diagnosis import tools
+from kb.diagnosis.events import Failure, first_failure
+from kb.diagnosis.facts import FRAMEWORKS, STAGES_DONE, RankState, facts_extract
+from kb.diagnosis.rules import Rules
+from kb.diagnosis.scanning import TextScanner
+from kb.diagnosis.signatures import signature_hits
+from kb.diagnosis.stacks import Stack, stacks_extract
+from kb.diagnosis.text import REPAIR_LIMIT, LineLocator, log_text, paste_repair
+
+EVIDENCE_PER_SIGNAL = 3
+MAX_HARMLESS = 20
+WINDOW_BYTES = 64 * 1024 * 1024
+LOOKAHEAD_BYTES = 256 * 1024
+
+Source = Union[bytes, str, Path, BinaryIO]
+
+
+@dataclass
+class Evidence:
+    line: int
+    text: str
+    signal: str
+    source: str | None = None
+    groups: dict[str, str] = field(default_factory=dict)
+    span: tuple[int, int] = (0, 0)  # the matched part, as offsets into `text`
+
+
+@dataclass
+class Harmless:
+    line: int
+    text: str
+    id: str
+    title: str
+    why: str
+    source: str | None = None
+
+
+@dataclass
+class FileReading:
+    """What one file yields."""
+    per_case: dict[str, dict[str, Any]] = field(default_factory=dict)  # slug -> {"signals": {...}, "evidence": [...]}
+    facts: dict[str, Any] = field(default_factory=dict)
+    ranks: dict[int, RankState] = field(default_factory=dict)
+    stacks: list[Stack] = field(default_factory=list)
+    failure: Failure | None = None
+    harmless: list[Harmless] = field(default_factory=list)
+    repairs: list[str] = field(default_factory=list)
+    lines: int = 0
+    bytes: int = 0
+    partial: bool = False
+    label: str | None = None  # the file's name when the job has several files
+
+
+def source_read(data: Source, rules: Rules, *, label: str | None, deadline: float | None = None,
+                window_bytes: int = WINDOW_BYTES, lookahead_bytes: int = LOOKAHEAD_BYTES,
+                repair: bool = True) -> FileReading:
+    """Read one source (bytes, text, a path or a binary file object) window by window."""
+    reading = FileReading(label=label)
+    if isinstance(data, str) or (isinstance(data, (bytes, bytearray)) and len(data) <= REPAIR_LIMIT and repair):
+        _window_read(data, rules, reading, label, base_line=0, core_end=None, deadline=deadline, repair=repair)
+        reading.bytes = len(data)
+        return reading
+    stream = _stream(data)
+    try:
+        base_line = 0
+        for window, core, size in _windows(stream, window_bytes, lookahead_bytes):
+            if reading.bytes == 0 and size <= REPAIR_LIMIT and core == len(window) and repair:
+                _window_read(window, rules, reading, label, base_line=0, core_end=None, deadline=deadline, repair=True)
+            else:
+                base_line = _window_read(window, rules, reading, label, base_line=base_line, core_end=core,
+                                         deadline=deadline, repair=False)
+            reading.bytes += core
+            if reading.partial:
+                break
+    finally:
+        if not isinstance(data, (bytes, bytearray)) and not hasattr(data, "read"):
+            stream.close()
+    return reading
+
+
+def _stream(data: Source) -> BinaryIO:
+    if isinstance(data, (bytes, bytearray)):
+        return io.BytesIO(data)
+    if isinstance(data, Path):
+        return data.open("rb")
+    return data
+
+
+def _windows(stream: BinaryIO, window_bytes: int, lookahead_bytes: int) -> Iterator[tuple[bytes, int, int]]:
+    """(window with look-ahead, length of the window's own part, bytes read so far): whole lines only."""
+    pending = b""
+    total = 0
+    eof = False
+    while True:
+        want = window_bytes + lookahead_bytes - len(pending)
+        if want > 0 and not eof:
+            more = _read_full(stream, want)
+            eof = len(more) < want
+            pending += more
+            total += len(more)
+        if not pending:
+            return
+        if eof and len(pending) <= window_bytes:
+            yield pending, len(pending), total
+            return
+        cut = pending.rfind(b"\n", 0, window_bytes) + 1
+        if cut == 0:  # one line longer than a window: cut it at the window (regexes see 4 KB of a line anyway)
+            cut = min(window_bytes, len(pending))
+        yield pending, cut, total
+        pending = pending[cut:]
+
+
+def _read_full(stream: BinaryIO, size: int) -> bytes:
+    """Read `size` bytes, or fewer only at the end (a pipe may return less than asked before its end)."""
+    parts: list[bytes] = []
+    got = 0
+    while got < size:
+        block = stream.read(size - got)
+        if not block:
+            break
+        parts.append(block)
+        got += len(block)
+    return b"".join(parts)
+
+
+def _window_read(data: bytes | str, rules: Rules, reading: FileReading, label: str | None, *, base_line: int,
+                 core_end: int | None, deadline: float | None, repair: bool) -> int:
+    """Read one window into `reading`; returns the line number its last own line ends at."""
+    text, unchanged = log_text(data)
+    joins: list[int] = []
+    if repair:
+        repaired = paste_repair(text)
+        if repaired.text is not text:
+            text, unchanged = repaired.text, False
+        joins = repaired.joins
+        reading.repairs += repaired.notes
+    if core_end is not None and not unchanged:
+        core_end = len(log_text(data[:core_end])[0])  # the window's own part, as text
+    limit = len(text) if core_end is None else core_end
+    lines = LineLocator(text, joins, base_line=base_line)
+    scanner = TextScanner(text, rules.literals, encoded=data if unchanged and isinstance(data, bytes) else None)
+    skip = _harmless_lines(scanner, lines, rules, label, reading.harmless, limit)
+    for sig, hits, count in signature_hits(scanner, rules.signatures, per_signature=EVIDENCE_PER_SIGNAL + len(skip),
+                                           end=limit):
+        if deadline is not None and time.perf_counter() > deadline:
+            reading.partial = True
+            break
+        kept = [hit for hit in hits if lines.line_start(hit.offset) not in skip][:EVIDENCE_PER_SIGNAL]
+        if skip and not kept:
+            continue  # the signature matched harmless lines only
+        entry = reading.per_case.setdefault(sig.case, {"signals": {}, "evidence": []})
+        signal = entry["signals"].setdefault(sig.id, {"id": sig.id, "description": sig.description, "weight": sig.weight,
+                                                      "anchor": sig.anchor, "count": 0, "kind": "line"})
+        signal["count"] += count
+        for hit in kept:
+            if sum(1 for e in entry["evidence"] if e.signal == sig.id) < EVIDENCE_PER_SIGNAL:
+                entry["evidence"].append(_evidence(lines, hit, sig.id, label))
+    facts, ranks = facts_extract(scanner, lines)
+    facts.update(tools.tool_facts(scanner))
+    stacks = [s for s in stacks_extract(scanner, lines) if s.offset < limit]
+    failure = first_failure(scanner, lines, stacks, label)
+    if failure is not None and core_end is not None and failure.line > lines.line_number(max(0, limit - 1)):
+        failure = None
+    _facts_merge_window(reading.facts, facts)
+    for rank, state in ranks.items():
+        reading.ranks.setdefault(rank, state)
+    reading.stacks += stacks
+    reading.failure = reading.failure or failure
+    if core_end is None:
+        reading.lines += lines.line_count()
+        return base_line + lines.line_count()
+    own = text.count("\n", 0, limit) + (1 if limit == len(text) and text and not text.endswith("\n") else 0)
+    reading.lines += own
+    return base_line + own
+
+
+def _facts_merge_window(into: dict[str, Any], new: dict[str, Any]) -> None:
+    """Facts of a later window of the same file: the last stage reached is the later one."""
+    stage = new.get("stage")
+    facts_merge(into, new)
+    if stage:
+        into["stage"] = stage
+
+
+def facts_merge(into: dict[str, Any], new: dict[str, Any]) -> None:
+    """Merge another file's (or a later window's) facts: sets are joined, the world size is the largest,
+    ordered lists keep their order (launchers by first appearance, frameworks and stages by table)."""
+    for key, value in new.items():
+        if key not in into:
+            into[key] = value
+        elif key in ORDERED_FACTS:
+            into[key] = ORDERED_FACTS[key](into[key], value)
+        elif isinstance(value, list) and isinstance(into[key], list):
+            into[key] = sorted(set(into[key]) | set(value), key=_order)
+        elif key == "world_size":
+            into[key] = max(into[key], value)
+
+
+def _table_order(table) -> Any:
+    names = [p.name for p in table]
+    return lambda old, new: sorted(set(old) | set(new), key=names.index)
+
+
+ORDERED_FACTS = {
+    "launchers": lambda old, new: old + [n for n in new if n not in old],
+    "frameworks": _table_order(FRAMEWORKS),
+    "stages_done": _table_order(STAGES_DONE),
+}
+
+
+def _order(value: Any) -> tuple:
+    """Numbers in numeric order, then text."""
+    return (0, value, "") if isinstance(value, (int, float)) else (1, 0, str(value))
+
+
+def _harmless_lines(scanner: TextScanner, lines: LineLocator, rules: Rules, label: str | None,
+                    found: list[Harmless], limit: int) -> set[int]:
+    """Start offsets of lines that only a known-harmless message explains; they are never evidence."""
+    skip: set[int] = set()
+    for rule in rules.harmless:
+        for _, hits, _ in signature_hits(scanner, [rule.signature], per_signature=MAX_HARMLESS, end=limit):
+            for hit in hits:
+                skip.add(lines.line_start(hit.offset))
+                if len(found) < MAX_HARMLESS and not any(h.id == rule.id and h.source == label for h in found):
+                    found.append(Harmless(line=lines.line_number(hit.offset), text=lines.line_text(hit.offset),
+                                          id=rule.id, title=rule.title, why=rule.why, source=label))
+    return skip
+
+
+def _evidence(lines: LineLocator, hit, signal: str, label: str | None) -> Evidence:
+    text, line_start = lines.line_text(hit.offset), lines.line_start(hit.offset)
+    start = min(hit.offset - line_start, len(text))
+    end = min(hit.end - line_start, len(text))
+    return Evidence(line=lines.line_number(hit.offset), text=text, signal=signal, source=label,
+                    groups=hit.groups, span=(start, end))

@@ -1,0 +1,63 @@
+"""A file read window by window gives exactly what a whole read gives: the same matches, scores, evidence
+lines, facts, rank verdict, stacks, first failure and harmless lines (the streaming engine's contract)."""
+import io
+from pathlib import Path
+
+import pytest
+
+from kb.corpus import content_rules, corpus_entries
+from kb.diagnosis.engine import job_diagnose
+from kb.diagnosis.reading import source_read
+
+REPO = Path(__file__).resolve().parents[2]
+ENTRIES = corpus_entries(REPO / "tests" / "fixtures" / "logs")
+
+
+@pytest.fixture(scope="module")
+def rules():
+    return content_rules(REPO / "content")
+
+
+def summary(diagnosis) -> dict:
+    return {
+        "matches": [(m.slug, m.score, m.confidence, m.fix_step, [(e.line, e.text, e.signal) for e in m.evidence])
+                    for m in diagnosis.matches],
+        "facts": diagnosis.facts,
+        "verdict": diagnosis.verdict.summary if diagnosis.verdict else None,
+        "stacks": diagnosis.stack_groups,
+        "failure": diagnosis.failure,
+        "harmless": [(h.line, h.id) for h in diagnosis.harmless],
+        "lines": diagnosis.stats["lines"],
+        "bytes": diagnosis.stats["bytes"],
+    }
+
+
+def whole_and_windowed(data: bytes, rules, window: int, lookahead: int):
+    whole = source_read(data, rules, label=None, repair=False, window_bytes=len(data) + 1)
+    windowed = source_read(io.BytesIO(data), rules, label=None, repair=False, window_bytes=window,
+                           lookahead_bytes=lookahead)
+    return summary(job_diagnose([whole], rules, top=5)), summary(job_diagnose([windowed], rules, top=5))
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e.id for e in ENTRIES])
+def test_reading_in_small_windows_gives_what_a_whole_read_gives(entry, rules):
+    whole, windowed = whole_and_windowed(entry.path.read_bytes(), rules, window=2048, lookahead=32768)
+    assert windowed == whole
+
+
+def test_a_line_longer_than_a_window_is_read_without_losing_lines(rules):
+    data = b"x" * 10_000 + b"\n[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600103 milliseconds before timing out.\nend\n"
+    whole, windowed = whole_and_windowed(data, rules, window=4096, lookahead=4096)
+    assert windowed["lines"] == whole["lines"] == 3
+
+
+def test_rank_files_read_in_parallel_give_what_one_process_gives(rules, tmp_path):
+    from kb.diagnosis.engine import log_diagnose
+    paths = []
+    for entry in ENTRIES[:6]:
+        target = tmp_path / entry.path.name
+        target.write_bytes(entry.path.read_bytes())
+        paths.append((target.name, target))
+    serial = log_diagnose(paths, rules, workers=1)
+    parallel = log_diagnose(paths, rules, workers=2)
+    assert summary(parallel) == summary(serial)
