@@ -27,8 +27,8 @@ def rules_current() -> Rules:
 
 
 def diagnosis_run(sources: list[tuple[str, Source]], *, top: int = 5, budget_s: float | None = None,
-                  workers: int = 1) -> Diagnosis:
-    return log_diagnose(sources, rules_current(), top=top, budget_s=budget_s, workers=workers)
+                  workers: int = 1, ranks: dict[str, int] | None = None) -> Diagnosis:
+    return log_diagnose(sources, rules_current(), top=top, budget_s=budget_s, workers=workers, ranks=ranks)
 
 
 def diagnosis_json(diagnosis: Diagnosis) -> dict[str, Any]:
@@ -64,6 +64,11 @@ def diagnosis_json(diagnosis: Diagnosis) -> dict[str, Any]:
                                  **({"file": failure.source} if failure.source else {})}
     if diagnosis.stack_groups:
         body["stacks"] = {"groups": diagnosis.stack_groups}
+    if diagnosis.recorder is not None:
+        recorder = diagnosis.recorder
+        body["flight_recorder"] = {"summary": recorder.summary, "groups": recorder.groups, "version": recorder.version,
+                                   "ranks": recorder.ranks, "process_groups": recorder.process_groups,
+                                   "notes": recorder.notes}
     harmless_url = reverse("kb:harmless_list")
     body["harmless"] = [{"line": h.line, "text": h.text, "why": h.why, "title": h.title,
                          "url": f"{harmless_url}#{h.id}", **({"file": h.source} if h.source else {})}

@@ -49,6 +49,10 @@ FACTS: dict[str, tuple[str, str]] = {
     "gpu_links": ("strs", "link kinds in a pasted nvidia-smi topo -m matrix: NV, PIX, PXB, PHB, NODE, SYS"),
     "ib_port_state": ("strs", "port states in a pasted ibv_devinfo: PORT_ACTIVE, PORT_DOWN, PORT_INIT"),
     "link_layer": ("strs", "link layers in a pasted ibv_devinfo: InfiniBand, Ethernet"),
+    "fr_missing_ranks": ("ints", "Flight Recorder: ranks that never issued the collective the others wait in"),
+    "fr_mismatch": ("bool", "Flight Recorder: ranks issued different collectives (op, sizes or dtypes) at one sequence number"),
+    "fr_all_started_first": ("bool", "Flight Recorder: every rank started the first collective and none completed it"),
+    "fr_pg_count": ("int", "Flight Recorder: process groups in the dumps"),
 }
 
 OPERATORS_BY_TYPE = {

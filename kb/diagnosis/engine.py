@@ -13,8 +13,10 @@ from typing import Any
 from kb.diagnosis.conditions import condition_holds
 from kb.diagnosis.events import Failure, failure_exception
 from kb.diagnosis.facts import GENERIC_FACTS, rank_facts
+from kb.diagnosis.flight_recorder import FlightRecorderReading, flight_recorder_detect, flight_recorder_read
 from kb.diagnosis.reading import (
-    EVIDENCE_PER_SIGNAL, MAX_HARMLESS, Evidence, FileReading, Harmless, Source, facts_merge, source_read,
+    EVIDENCE_PER_SIGNAL, MAX_HARMLESS, Evidence, FileReading, Harmless, Source, facts_merge, reading_rank_set,
+    source_read,
 )
 from kb.diagnosis.rules import Rules
 from kb.diagnosis.stacks import Stack
@@ -51,6 +53,7 @@ class Diagnosis:
     failure: Failure | None = None
     repairs: list[str] = field(default_factory=list)
     stack_groups: list[dict] = field(default_factory=list)
+    recorder: FlightRecorderReading | None = None
 
     @property
     def confident(self) -> list[CaseMatch]:
@@ -65,16 +68,21 @@ def confidence_from(score: float, anchored: bool) -> float:
 
 
 def log_diagnose(sources: list[tuple[str, Source]], rules: Rules, *, top: int = 5,
-                 budget_s: float | None = None, workers: int = 1) -> Diagnosis:
+                 budget_s: float | None = None, workers: int = 1, ranks: dict[str, int] | None = None) -> Diagnosis:
     """Diagnose one job's logs (one or several files: ranks or nodes; bytes, text, paths or binary file
     objects). A signal counts once per case however many lines or files show it; evidence keeps the first
     few lines of each.
 
     With `budget_s`, line matching stops when the time is spent and the answer is marked partial: a
     hostile input costs a bounded share of a worker, never the worker. With `workers` > 1, several files
-    given as paths are read in parallel processes (the command line: one job's rank or node logs)."""
+    given as paths are read in parallel processes (the command line: one job's rank or node logs).
+    Flight Recorder dumps among the sources are read as dumps, never executed; `ranks` names the rank of a
+    file whose path says it (torchrun's --log-dir layout, rank3.log) for lines that do not."""
     started = time.perf_counter()
     deadline = started + budget_s if budget_s else None
+    is_dump = [isinstance(data, (bytes, bytearray)) and flight_recorder_detect(name, data) for name, data in sources]
+    dumps = [source for source, dump in zip(sources, is_dump) if dump]
+    sources = [source for source, dump in zip(sources, is_dump) if not dump]
     labels = [name if len(sources) > 1 else None for name, _ in sources]
     if workers > 1 and len(sources) > 1 and all(isinstance(data, Path) for _, data in sources):
         with ProcessPoolExecutor(max_workers=min(workers, len(sources)), mp_context=get_context("fork"),
@@ -83,7 +91,10 @@ def log_diagnose(sources: list[tuple[str, Source]], rules: Rules, *, top: int = 
     else:
         readings = [source_read(data, rules, label=label, deadline=deadline)
                     for (_, data), label in zip(sources, labels)]
-    return job_diagnose(readings, rules, top=top, started=started)
+    for (name, _), reading in zip(sources, readings):
+        reading_rank_set(reading, (ranks or {}).get(name))
+    recorder = flight_recorder_read(dumps) if dumps else None
+    return job_diagnose(readings, rules, top=top, started=started, recorder=recorder)
 
 
 _worker_rules: Rules | None = None
@@ -100,8 +111,10 @@ def _worker_read(path: Path, label: str | None, deadline: float | None) -> FileR
     return source_read(path, _worker_rules, label=label, deadline=deadline)
 
 
-def job_diagnose(readings: list[FileReading], rules: Rules, *, top: int = 5, started: float | None = None) -> Diagnosis:
-    """Merge the readings of a job's files (in file order) into one job model and score every case."""
+def job_diagnose(readings: list[FileReading], rules: Rules, *, top: int = 5, started: float | None = None,
+                 recorder: FlightRecorderReading | None = None) -> Diagnosis:
+    """Merge the readings of a job's files (in file order), and what the Flight Recorder dumps say, into one
+    job model and score every case."""
     started = started if started is not None else time.perf_counter()
     per_case: dict[str, dict[str, Any]] = {}
     facts: dict[str, Any] = {}
@@ -129,6 +142,8 @@ def job_diagnose(readings: list[FileReading], rules: Rules, *, top: int = 5, sta
         harmless += [h for h in reading.harmless if len(harmless) < MAX_HARMLESS]
 
     facts.update(rank_facts(all_ranks))
+    if recorder is not None:
+        facts.update(recorder.facts)
     failure = _earliest(failures)
     verdict = rank_verdict(all_ranks, facts.get("world_size"), failure if all_ranks else None)
     facts.update(verdict_facts(verdict))
@@ -156,7 +171,7 @@ def job_diagnose(readings: list[FileReading], rules: Rules, *, top: int = 5, sta
              "ms": round(elapsed_ms, 1), "files": len(readings), **({"partial": True} if partial else {})}
     repairs = sorted({note for r in readings for note in r.repairs})
     return Diagnosis(matches=matches[:top], facts=facts, verdict=verdict, stats=stats, harmless=harmless,
-                     failure=failure, repairs=repairs, stack_groups=stack_groups(all_stacks))
+                     failure=failure, repairs=repairs, stack_groups=stack_groups(all_stacks), recorder=recorder)
 
 
 def _frame_signals(rules: Rules, stacks: list[tuple[Stack, str | None]], per_case: dict[str, dict]) -> None:

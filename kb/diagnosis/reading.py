@@ -95,6 +95,18 @@ def source_read(data: Source, rules: Rules, *, label: str | None, deadline: floa
     return reading
 
 
+def reading_rank_set(reading: FileReading, rank: int | None) -> None:
+    """A file whose path names its rank (torchrun's --log-dir folders, rank3.log): stacks that did not say
+    their rank are that rank's, and the rank is one the job shows."""
+    if rank is None:
+        return
+    for stack in reading.stacks:
+        if stack.rank is None:
+            stack.rank = rank
+    seen = set(reading.facts.get("ranks") or [])
+    reading.facts["ranks"] = sorted(seen | {rank})
+
+
 def _stream(data: Source) -> BinaryIO:
     if isinstance(data, (bytes, bytearray)):
         return io.BytesIO(data)

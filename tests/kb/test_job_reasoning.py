@@ -1,5 +1,7 @@
 """Evidence about the job as a whole: ranks, stages, stacks, the first failure, harmless lines and guides
 decide which case wins, not only single lines."""
+from pathlib import Path
+
 import pytest
 
 from kb.diagnosis.engine import log_diagnose
@@ -143,3 +145,33 @@ def test_a_guide_is_listed_after_a_confident_cause(rules):
 def test_a_bare_timeout_gets_the_guide_marked_as_a_guide(rules):
     diagnosis, slug = best(rules, TIMEOUT.format(r=3, op="ALLREDUCE", seq=9000))
     assert slug == "triage" and diagnosis.matches[0].kind == "guide"
+
+
+FLIGHT_RECORDER = Path(__file__).resolve().parents[1] / "fixtures" / "flight_recorder"
+
+
+def dumps(scenario: str) -> list[tuple[str, bytes]]:
+    return [(p.name, p.read_bytes()) for p in sorted((FLIGHT_RECORDER / scenario).glob("rank_[0-9]"))]
+
+
+def test_flight_recorder_dumps_among_the_inputs_are_read_as_dumps():
+    diagnosis = log_diagnose(dumps("mismatched_op"), rules_compile([]))
+    assert diagnosis.facts["fr_mismatch"] is True and diagnosis.stats["lines"] == 0
+    assert [g["ranks"] for g in diagnosis.recorder.groups if g["odd"]] == [[3]]
+
+
+def test_a_rank_missing_from_the_dumps_is_named():
+    diagnosis = log_diagnose(dumps("missing_rank"), rules_compile([]))
+    assert diagnosis.facts["fr_missing_ranks"] == [2]
+
+
+def test_healthy_dumps_raise_no_fact_against_the_job():
+    diagnosis = log_diagnose(dumps("healthy"), rules_compile([]))
+    assert diagnosis.facts["fr_mismatch"] is False and diagnosis.facts["fr_missing_ranks"] == []
+
+
+def test_a_file_whose_path_names_its_rank_gives_its_stacks_that_rank():
+    text = b'Thread 4242 (idle): "MainThread"\n    barrier (torch/distributed/distributed_c10d.py:3685)\n'
+    diagnosis = log_diagnose([("attempt_0/3/stderr.log", text), ("attempt_0/1/stderr.log", text)],
+                             rules_compile([]), ranks={"attempt_0/3/stderr.log": 3, "attempt_0/1/stderr.log": 1})
+    assert diagnosis.stack_groups[0]["ranks"] == [1, 3]

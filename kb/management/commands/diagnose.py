@@ -10,11 +10,24 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from kb.diagnose import diagnosis_json, diagnosis_run
+from kb.diagnosis.flight_recorder import flight_recorder_detect
+from kb.job_input import JobInputError, job_read
+
+ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".zip", ".gz")
+
+
+def _is_dump(file: Path) -> bool:
+    """A Flight Recorder dump given as a file (its start and its keys say so)."""
+    with file.open("rb") as handle:
+        head = handle.read(1 << 20)
+    return flight_recorder_detect(file.name, head)
 from kb.diagnosis.engine import CONFIDENT
 
 
 class Command(BaseCommand):
-    help = "Rank the known cases that explain a log, with evidence lines and extracted facts."
+    help = ("Rank the known cases that explain a job's logs, with evidence lines and extracted facts. Paths may be "
+            "log files, a directory (torchrun --log-dir, Slurm outputs), a .tar/.tar.gz/.zip of one, or Flight "
+            "Recorder dumps.")
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("paths", nargs="+", help="log files of one job; '-' reads standard input")
@@ -26,18 +39,35 @@ class Command(BaseCommand):
     def handle(self, *args, paths: list[str], json: bool, top: int, max_bytes: int | None, **options) -> None:
         if top < 1:
             raise CommandError("--top must be at least 1")
-        sources = []
+        sources: list = []
+        ranks: dict[str, int] = {}
+        notes: list[str] = []
         for path in paths:
             if path == "-":
                 sources.append(("stdin", sys.stdin.buffer))  # read in windows, never whole
                 continue
             file = Path(path)
-            if not file.is_file():
-                raise CommandError(f"no such file: {path}")
-            if max_bytes is not None and file.stat().st_size > max_bytes:
+            if not file.exists():
+                raise CommandError(f"no such file or directory: {path}")
+            if max_bytes is not None and file.is_file() and file.stat().st_size > max_bytes:
                 raise CommandError(f"{path} is {file.stat().st_size} bytes; --max-bytes is {max_bytes}")
-            sources.append((file.name, file))
-        result = diagnosis_json(diagnosis_run(sources, top=top, workers=os.cpu_count() or 1))
+            if file.is_dir() or file.name.endswith(ARCHIVE_SUFFIXES) or _is_dump(file):
+                try:
+                    job = job_read(file)
+                except JobInputError as err:
+                    raise CommandError(f"{path}: {err}") from None
+                notes += job.notes
+                for item in job.files:
+                    sources.append((item.name, item.data))
+                    if item.rank is not None:
+                        ranks[item.name] = item.rank
+            else:
+                sources.append((file.name, file))  # a log: read in windows, never whole
+        if not sources:
+            raise CommandError("nothing to diagnose: " + ("; ".join(notes) or "no log files found"))
+        result = diagnosis_json(diagnosis_run(sources, top=top, workers=os.cpu_count() or 1, ranks=ranks))
+        if notes:
+            result.setdefault("inputs", {})["notes"] = notes
         if json:
             self.stdout.write(_json_dump(result))
         else:
@@ -74,6 +104,10 @@ def _text(result: dict) -> str:
         groups = result["ranks"]["groups"]
         if len(groups) > 1:
             out.append("  " + " · ".join(f"{g['label']}: {g['where']}{' (odd one out)' if g['odd'] else ''}" for g in groups))
+    if "flight_recorder" in result:
+        out.append(f"\nFlight Recorder: {result['flight_recorder']['summary']}")
+        for group in result["flight_recorder"]["groups"]:
+            out.append(f"  {'*' if group.get('odd') else ' '} {group['where']}")
     if "stacks" in result:
         out.append("\nStacks: " + " · ".join(f"{g['label']} in {g['where']}{' (odd one out)' if g['odd'] else ''}"
                                             for g in result["stacks"]["groups"]))
