@@ -8,7 +8,7 @@ class TroubleshooterConfig(AppConfig):
         """Register the troubleshooter with kb: its trees are checked in the same content load, and a
         diagnosis links into the wizard with its facts."""
         from kb.extensions import content_check_register, facts_link_register
-        from troubleshooter.content import trees_check
+        from troubleshooter.library import trees_check
         from troubleshooter.links import wizard_url_for_facts
 
         content_check_register(trees_check)

@@ -8,11 +8,11 @@ keeps later ones) and a question the log already answered is skipped.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import product
-from typing import Iterator, Mapping
+from typing import Mapping
 
+from troubleshooter.echo import text_shown
 from troubleshooter.rules import RULES
-from troubleshooter.trees import Leaf, Question, Tree, tree_branches
+from troubleshooter.tree_model import Leaf, Question, Tree
 
 
 class StateError(ValueError):
@@ -111,34 +111,3 @@ def step_resolve(tree: Tree, answers: Mapping[str, str]) -> tuple[Step, str | No
             else:
                 remaining = {key: value for key, value in remaining.items() if tree.question(key) is not None}
     return tree_step(tree, {}), first_error
-
-
-def tree_walk(tree: Tree) -> Iterator[dict[str, str]]:
-    """Every complete state of the tree: each branch to a leaf, crossed with every answer to the leaf's asks.
-
-    Free values take their question's example. Used by tests to check every script the tree can produce."""
-    for trail, leaf in tree_branches(tree):
-        base = dict(trail)
-        options: list[list[tuple[str, str]]] = []
-        for asked_id in leaf.asks:
-            question = tree.nodes[asked_id]
-            if asked_id in base:
-                continue
-            if question.kind == "choice":
-                options.append([(asked_id, c.id) for c in question.choices])
-            else:
-                options.append([(asked_id, question.example or "")])
-        for combination in product(*options):
-            yield {**base, **dict(combination)}
-
-
-def state_query(answers: Mapping[str, str]) -> list[tuple[str, str]]:
-    """Answers as URL query pairs, sorted by question id so equal states have equal URLs."""
-    return sorted(answers.items())
-
-
-def text_shown(text: str, limit: int = 60) -> str:
-    """Untrusted text made fit to echo in a page or message: control characters visible as \\xNN (a NUL is not
-    even valid HTML), long text shortened. HTML escaping is still the template's job."""
-    visible = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
-    return visible if len(visible) <= limit else visible[: limit - 3] + "..."

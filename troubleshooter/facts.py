@@ -10,7 +10,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from troubleshooter.trees import FactMap, Tree
+    from troubleshooter.tree_model import FactMap, Tree
 
 def answers_from_facts(tree: Tree, facts: dict[str, Any]) -> dict[str, str]:
     """The answers a diagnosis already gives, keyed by question id; questions it cannot answer are left out."""

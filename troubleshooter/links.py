@@ -7,9 +7,13 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.urls import reverse
 
-from troubleshooter.content import library_published
-from troubleshooter.engine import state_query
+from troubleshooter.library import library_published
 from troubleshooter.facts import answers_from_facts
+
+
+def state_query(answers: Mapping[str, str]) -> list[tuple[str, str]]:
+    """Answers as URL query pairs, sorted by question id so equal states have equal URLs."""
+    return sorted(answers.items())
 
 
 def step_url(tree_id: str, answers: Mapping[str, str]) -> str:

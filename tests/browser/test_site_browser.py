@@ -64,8 +64,8 @@ def test_page_has_no_console_error_or_csp_violation(browser_page, path):
 def leaf_path() -> str:
     """A wizard leaf (diagnosis and script) reached by the first complete path through the tree."""
     from django.conf import settings
-    from troubleshooter.content import library_read
-    from troubleshooter.engine import tree_walk
+    from troubleshooter.library import library_read
+    from troubleshooter.tree_model import tree_walk
     from troubleshooter.links import step_url
     tree = library_read(settings.CONTENT_DIR).trees["hang"]
     return step_url("hang", next(iter(tree_walk(tree))))

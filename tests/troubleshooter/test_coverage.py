@@ -1,7 +1,8 @@
 """Meta-tests over the real content: every case the wizard promises is a leaf with its own script."""
 import pytest
 
-from troubleshooter.engine import tree_step, tree_walk
+from troubleshooter.engine import tree_step
+from troubleshooter.tree_model import tree_walk
 from troubleshooter.rules import RULES
 
 REQUIRED_CASES = [

@@ -1,8 +1,9 @@
 """The step engine: state in, question or leaf out; pure, so no database and no HTTP here."""
 import pytest
 
-from troubleshooter.engine import StateError, step_resolve, tree_step, tree_walk
-from troubleshooter.trees import Leaf
+from troubleshooter.engine import StateError, step_resolve, tree_step
+from troubleshooter.tree_model import tree_walk
+from troubleshooter.tree_model import Leaf
 
 IFNAME_PATH = {"when": "init", "init-log": "iface", "launcher": "mpirun", "iface": "eth0", "container": "docker"}
 

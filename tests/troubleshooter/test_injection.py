@@ -11,7 +11,7 @@ import pytest
 from django.conf import settings
 from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
 
-from troubleshooter.content import library_read
+from troubleshooter.library import library_read
 from troubleshooter.engine import tree_step
 from troubleshooter.scripts import ScriptSource, script_render
 from tests.kb.html_checks import assert_valid_html

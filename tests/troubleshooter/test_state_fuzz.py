@@ -3,7 +3,7 @@ import pytest
 from django.conf import settings
 from hypothesis import given, strategies as st
 
-from troubleshooter.content import library_read
+from troubleshooter.library import library_read
 from troubleshooter.engine import StateError, tree_step
 
 TREE = library_read(settings.CONTENT_DIR).trees["hang"]

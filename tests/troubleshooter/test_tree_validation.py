@@ -5,7 +5,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from kb.content.cases import case_files_read
-from troubleshooter.content import trees_check
+from troubleshooter.library import trees_check
 
 MINI = """\
 id: mini

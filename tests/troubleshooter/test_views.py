@@ -8,7 +8,8 @@ import pytest
 
 from tests.kb.html_checks import assert_valid_html, element_ids
 from kb.content.cases import content_revision
-from troubleshooter.engine import tree_step, tree_walk
+from troubleshooter.engine import tree_step
+from troubleshooter.tree_model import tree_walk
 
 pytestmark = pytest.mark.django_db
 

@@ -7,8 +7,8 @@ from django.core.management.base import BaseCommand
 
 from kb.benchmark import TYPICAL_ERRORS, bench_log_write
 from kb.models import Case
-from troubleshooter.content import library_published
-from troubleshooter.engine import tree_walk
+from troubleshooter.library import library_published
+from troubleshooter.tree_model import tree_walk
 from troubleshooter.links import script_url, step_url
 from urllib.parse import urlencode
 

@@ -18,7 +18,8 @@ from kb.content.errors import ContentError, display_path
 from kb.content.publish import published_snapshot
 from troubleshooter.parts import Part, part_file_read, part_paths
 from troubleshooter.roles import ALWAYS_REQUIRED, ROLE_VALUES
-from troubleshooter.trees import Leaf, Tree, tree_branches, tree_file_read, tree_paths
+from troubleshooter.tree_file import tree_file_read, tree_paths
+from troubleshooter.tree_model import Leaf, Tree, tree_branches
 from troubleshooter.yamlfile import YamlFile
 
 logger = logging.getLogger(__name__)
