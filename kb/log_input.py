@@ -16,6 +16,10 @@ class NoLog(Exception):
     """The request carried nothing to diagnose."""
 
 
+class MixedInput(NoLog):
+    """A paste and uploaded files together: they may be different jobs, so they are never merged."""
+
+
 def limit_text(limit: int) -> str:
     return f"{limit / (1024 * 1024):g} MB" if limit >= 1024 * 1024 else f"{limit} bytes"
 
@@ -39,6 +43,10 @@ def log_from_request(request: HttpRequest, *, allow_raw_body: bool = False) -> l
                     raise LogTooLarge(limit)
                 sources.append((upload.name or "upload", upload.read()))
             text = request.POST.get("log", "")
+            if text.strip() and sources:
+                raise MixedInput("You pasted a log and chose files: diagnose one job at a time. Clear the box to "
+                                 "diagnose the files, or remove the files to diagnose the paste; a paste and "
+                                 "files are never merged into one job.")
             if text.strip():
                 data = text.encode("utf-8", errors="replace")
                 if len(data) > limit:

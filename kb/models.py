@@ -92,3 +92,71 @@ class ContentState(models.Model):
         """What the site serves: one query, instead of hashing every content file per request."""
         state = cls.objects.first()
         return state.revision if state else ""
+
+
+# --- Reports, votes and the curators' report (kb/reports/). Written by the site, not by load_content. ---
+
+class Report(models.Model):
+    """A diagnosis saved when its reader clicked Share: redacted before it was written, gone at `expires_at`."""
+    id = models.CharField(primary_key=True, max_length=64)  # secrets.token_urlsafe(24): 192 random bits
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(db_index=True)
+    delete_token_hash = models.CharField(max_length=64)  # sha256 of the creator's token; the token is not kept
+    data = models.JSONField(default=dict)  # the result snapshot (kb/presentation.py), redacted
+    log = models.TextField(blank=True)  # the full log, redacted, only when the creator ticked the box
+    masked = models.BooleanField(default=False)
+    best_slug = models.CharField(max_length=100, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.id
+
+    def get_absolute_url(self) -> str:
+        return f"/d/{self.id}"
+
+
+class Vote(models.Model):
+    """"Did this fix it?": no log text, only what was answered about which page."""
+    TARGETS = [("result", "result"), ("report", "report"), ("case", "case page"), ("wizard", "troubleshooter outcome")]
+    ANSWERS = [("yes", "yes"), ("no", "no"), ("other", "it was another case")]
+    target = models.CharField(max_length=10, choices=TARGETS)
+    target_ref = models.CharField(max_length=300, blank=True)  # case slug, or troubleshooter path
+    case_slug = models.CharField(max_length=100, blank=True, db_index=True)  # the case the page proposed
+    answer = models.CharField(max_length=8, choices=ANSWERS)
+    other_case = models.CharField(max_length=100, blank=True)
+    step = models.CharField(max_length=40, blank=True)  # fix-N that helped
+    ballot = models.CharField(max_length=80, unique=True)  # one vote per report / per shown result
+    report = models.ForeignKey(Report, null=True, blank=True, on_delete=models.SET_NULL, related_name="votes")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+
+class CaseMatchDay(models.Model):
+    """How many pastes a case was the confident answer to, per day (counts only)."""
+    slug = models.CharField(max_length=100)
+    day = models.DateField()
+    count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["slug", "day"], name="case_match_day_unique")]
+
+
+class LineTemplate(models.Model):
+    """A cluster of masked, redacted log-line templates from pastes nothing explained (or voted wrong)."""
+    ORIGINS = [("unmatched", "matched nothing"), ("voted-wrong", "voted wrong")]
+    origin = models.CharField(max_length=12, choices=ORIGINS)
+    template = models.TextField()
+    length = models.PositiveSmallIntegerField()
+    head = models.CharField(max_length=200)
+    example = models.TextField(blank=True)  # the first line's template with typed placeholders
+    count = models.PositiveIntegerField(default=1)
+    first_seen = models.DateTimeField(auto_now_add=True)
+    last_seen = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["-count", "-last_seen"]
+        indexes = [models.Index(fields=["origin", "length", "head"], name="line_template_key")]

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from django.utils.html import escape
@@ -53,21 +52,6 @@ FACT_LABELS = {
 _HIDDEN_FACTS = {"launchers"}
 
 
-@dataclass
-class MatchView:
-    slug: str
-    title: str
-    summary: str
-    confidence: float
-    confident: bool
-    percent: int
-    evidence: list[dict[str, Any]]
-    signals: list[dict[str, Any]]
-    kind: str = "cause"
-    fix_url: str = ""
-    why: str = ""
-
-
 def body_with_step_versions(body_html: str, steps: list[dict]) -> SafeString:
     """The case body with each fix step's version range shown in its heading ("PyTorch < 2.14 only"), from
     the front matter's `steps`, so a reader sees at once which steps hold for their releases."""
@@ -99,36 +83,292 @@ def fact_rows(facts: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def diagnosis_view_model(diagnosis: Diagnosis) -> dict[str, Any]:
+def diagnosis_view_model(diagnosis: Diagnosis, sources: list[tuple[str, bytes | str]] | None = None) -> dict[str, Any]:
+    """The view of a live diagnosis (kept for callers that have no snapshot)."""
+    return snapshot_view(result_snapshot(diagnosis, sources))
+
+
+# --- The result, answer first (issue 10) ---------------------------------------------------------------
+# A diagnosis becomes a plain, JSON-able snapshot (what a shared report stores, redacted), and a snapshot
+# becomes the view the template reads (escaped, cut and <mark>ed). Live results and /d/<id> share both.
+
+CUT_WIDTH = 220  # a longer evidence line is cut around its highlight
+CONTEXT_LINES = 5
+EVIDENCE_ROWS = 8
+ODD_RANKS_SCANNED = 4
+SILENT_ROWS = 64
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_RANK_RE = re.compile(r"\[(?:rank|Rank|RANK)\s?(\d{1,6})\]|\brank (\d{1,6})\b")
+
+
+def _source_lines(sources: list[tuple[str, bytes | str]] | None) -> dict[str | None, list[str]]:
+    if not sources:
+        return {}
+    from kb.diagnosis.text import log_text
+    out: dict[str | None, list[str]] = {}
+    for name, data in sources:
+        key = name if len(sources) > 1 else None
+        out[key] = _CONTROL_RE.sub("", log_text(data)[0]).split("\n")
+    return out
+
+
+def printable(text: str) -> str:
+    """Text without the control characters HTML may not carry (colour codes were removed before)."""
+    return _CONTROL_RE.sub("", text)
+
+
+def _line_rank(text: str) -> int | None:
+    match = _RANK_RE.search(text[:300])
+    if not match:
+        return None
+    return int(match.group(1) or match.group(2))
+
+
+def _odd_ranks(verdict) -> list[int]:
+    if verdict is None:
+        return []
+    odd = list(verdict.behind)
+    for group in verdict.groups:
+        if group.get("odd") and group.get("state") != "silent":
+            odd += [r for r in group["ranks"] if r not in odd]
+    odd += [r for r in verdict.silent if r not in odd]
+    return odd
+
+
+def _context(lines: list[str] | None, number: int) -> list[dict[str, Any]]:
+    if not lines or number < 1:
+        return []
+    first = max(1, number - CONTEXT_LINES)
+    last = min(len(lines), number + CONTEXT_LINES)
+    return [{"line": n, "text": lines[n - 1][:2000], "here": n == number} for n in range(first, last + 1)]
+
+
+def _odd_rank_rows(match, odd: list[int], texts: dict[str | None, list[str]], signatures: dict[str, Any],
+                   have: set[tuple]) -> list[dict[str, Any]]:
+    """Lines of the ranks that are the odd ones out which the match's own signatures also match: the rank
+    behind or disagreeing explains more than the tenth rank that timed out like the others."""
+    rows: list[dict[str, Any]] = []
+    regexes = [(s["id"], signatures[s["id"]]) for s in match.signals if s["id"] in signatures and s["weight"] > 0]
+    if not regexes:
+        return rows
+    for rank in odd[:ODD_RANKS_SCANNED]:
+        needles = (f"[rank{rank}]", f"[Rank {rank}]")
+        for source, lines in texts.items():
+            found = 0
+            for index, line in enumerate(lines):
+                if not any(n in line for n in needles):
+                    continue
+                for sig_id, sig in regexes:
+                    hit = sig.regex.search(line)
+                    if hit and (source, index + 1) not in have:
+                        have.add((source, index + 1))
+                        rows.append({"source": source, "line": index + 1, "text": line[:500], "span": [hit.start(), hit.end()],
+                                     "signals": [sig_id], "rank": rank})
+                        found += 1
+                        break
+                if found >= 2:
+                    break
+            if found:
+                break
+    return rows
+
+
+def result_snapshot(diagnosis: Diagnosis, sources: list[tuple[str, bytes | str]] | None = None, *,
+                    hits: list | None = None, wizard_url: str | None = None) -> dict[str, Any]:
+    """Everything the result page shows, as plain data: what Share stores (after redaction)."""
     cases = {c.slug: c for c in Case.objects.filter(slug__in=[m.slug for m in diagnosis.matches])}
+    texts = _source_lines(sources)
+    odd = _odd_ranks(diagnosis.verdict)
+    signatures: dict[str, Any] = {}
+    if odd and texts:
+        from kb.diagnose import rules_current
+        wanted = {s["id"] for m in diagnosis.matches for s in m.signals}
+        signatures = {s.id: s for s in rules_current().signatures if s.id in wanted}
     matches = []
     for match in diagnosis.matches:
         case = cases.get(match.slug)
         if case is None:
             continue
-        evidence = [{"line": e.line, "source": e.source, "signal": e.signal, "html": marked_line(e.text, *e.span)}
-                    for e in match.evidence[:12]]
-        url = case.get_absolute_url()
-        positive = [s for s in match.signals if s["weight"] > 0]
-        matches.append(MatchView(
-            slug=match.slug, title=case.title, summary=case.summary, confidence=match.confidence,
-            confident=match.confidence >= CONFIDENT, percent=round(match.confidence * 100),
-            evidence=evidence, signals=match.signals, kind=match.kind,
-            fix_url=f"{url}#{match.fix_step or 'fix'}", why=positive[0]["description"] if positive else "",
-        ))
-    causes = [m for m in matches if m.kind == "cause"]
-    best = causes[0] if causes and causes[0].confident else None
+        descriptions = {s["id"]: s["description"] for s in match.signals}
+        rows: dict[tuple, dict[str, Any]] = {}
+        for e in match.evidence:
+            key = (e.source, e.line)
+            row = rows.get(key)
+            if row is None:
+                rows[key] = {"source": e.source, "line": e.line, "text": e.text, "span": list(e.span),
+                             "signals": [e.signal], "rank": _line_rank(e.text)}
+            elif e.signal not in row["signals"]:
+                row["signals"].append(e.signal)
+                if row["span"] == [0, 0] or (e.span[1] - e.span[0]) > (row["span"][1] - row["span"][0]):
+                    row["span"] = list(e.span)
+        extra = _odd_rank_rows(match, odd, texts, signatures, set(rows)) if signatures else []
+        ordered = extra + sorted(rows.values(), key=lambda r: (r["rank"] not in odd, r["source"] or "", r["line"]))
+        evidence = []
+        for row in ordered[:EVIDENCE_ROWS]:
+            row["reasons"] = [descriptions.get(s, s) for s in row.pop("signals")]
+            row["odd"] = row["rank"] in odd if row["rank"] is not None else False
+            row["context"] = _context(texts.get(row["source"]), row["line"])
+            evidence.append(row)
+        step_titles = {s["id"]: s["title"] for s in case.sections}
+        fix_step = match.fix_step or ""
+        matches.append({
+            "slug": match.slug, "title": case.title, "summary": case.summary, "kind": match.kind,
+            "confidence": match.confidence, "score": match.score, "url": case.get_absolute_url(),
+            "fix_step": fix_step, "fix_title": step_titles.get(fix_step, ""),
+            "steps": [{"id": s["id"], "title": s["title"]} for s in case.fix_steps()],
+            "signals": [{"id": s["id"], "description": s["description"], "weight": s["weight"], "kind": s.get("kind", "line"),
+                         "count": s.get("count", 1)} for s in match.signals],
+            "evidence": evidence, "evidence_total": len(rows) + len(extra),
+        })
+    causes = [m for m in matches if m["kind"] == "cause"]
+    best = causes[0] if causes and causes[0]["confidence"] >= CONFIDENT else None
+    near = _near_miss(best, causes, cases) if best else None
+    verdict = diagnosis.verdict
+    match_slugs = {m["slug"] for m in matches}
+    return {
+        "version": 1,
+        "best_slug": best["slug"] if best else "",
+        "matches": matches,
+        "near_miss": near,
+        "failure": failure_text(diagnosis.failure) if diagnosis.failure else "",
+        "harmless": [{"line": h.line, "source": h.source, "text": h.text, "id": h.id, "title": h.title, "why": h.why}
+                     for h in diagnosis.harmless],
+        "repairs": list(diagnosis.repairs),
+        "facts": [list(row) for row in fact_rows(diagnosis.facts)],
+        "verdict": _verdict_snapshot(verdict) if verdict else None,
+        "stats": dict(diagnosis.stats),
+        "hits": [{"url": h.url or f"/kb/{h.slug}/", "title": h.title, "summary": h.summary}
+                 for h in (hits or []) if h.slug not in match_slugs] if not matches else [],
+        "wizard_url": wizard_url or "",
+        "hosts": [str(h) for h in diagnosis.facts.get("hosts", [])] if isinstance(diagnosis.facts.get("hosts"), list) else [],
+    }
+
+
+def _near_miss(best: dict, causes: list[dict], cases: dict[str, Case]) -> dict[str, Any] | None:
+    """What would confirm or rule out the runner-up: its strongest signature that did not match, and a
+    signature that argues against it."""
+    runner = next((m for m in causes if m["slug"] != best["slug"]), None)
+    if runner is None:
+        return None
+    case = cases.get(runner["slug"])
+    seen = {s["id"] for s in runner["signals"]}
+    confirm = rule_out = ""
+    if case is not None:
+        missing = sorted((s for s in case.signatures if s.get("id") not in seen and s.get("weight", 0) > 0),
+                         key=lambda s: (not s.get("anchor"), -s.get("weight", 0)))
+        against = sorted((s for s in case.signatures + list(case.conditions or [])
+                          if s.get("weight", 0) < 0 and s.get("id") not in seen), key=lambda s: s.get("weight", 0))
+        confirm = missing[0]["description"] if missing else ""
+        rule_out = against[0].get("description", "") if against else ""
+    return {"slug": runner["slug"], "title": runner["title"], "percent": round(runner["confidence"] * 100),
+            "url": runner["url"], "confirm": confirm, "rule_out": rule_out}
+
+
+def _verdict_snapshot(verdict) -> dict[str, Any]:
+    rows = []
+    for group in verdict.groups:
+        if group["state"] == "silent":
+            for rank in group["ranks"][:SILENT_ROWS]:
+                rows.append({"label": f"rank {rank}", "where": "no timeout line: most likely where the job is stuck",
+                             "state": "silent", "odd": True, "count": 1})
+            if len(group["ranks"]) > SILENT_ROWS:
+                rows.append({"label": f"{len(group['ranks']) - SILENT_ROWS} more ranks", "where": "no timeout line",
+                             "state": "silent", "odd": True, "count": len(group["ranks"]) - SILENT_ROWS})
+            continue
+        members = group["ranks"]
+        behind = [r for r in members if r in verdict.behind]
+        label = group["label"] if len(members) <= 2 else f"{len(members)} ranks ({group['label']})"
+        state = "behind" if behind else ("disagrees" if group.get("odd") and verdict.disagree else "timed out")
+        rows.append({"label": label, "where": group["where"], "state": state, "odd": bool(group.get("odd")),
+                     "count": len(members)})
+    agree = len([g for g in verdict.groups if g["state"] != "silent"]) == 1 and not verdict.silent
+    return {"summary": verdict.summary, "rows": rows, "agree": agree, "behind": list(verdict.behind),
+            "silent": list(verdict.silent), "table": [dict(row) for row in verdict.table[:256]],
+            "table_total": len(verdict.table)}
+
+
+def _cut(text: str, start: int, end: int) -> SafeString:
+    """The part of a long line around its highlight, escaped and marked."""
+    if not 0 <= start < end <= len(text):
+        start = end = 0
+    if len(text) <= CUT_WIDTH:
+        return marked_line(text, start, end)
+    if end <= start:
+        return mark_safe(escape(text[:CUT_WIDTH]) + "…")
+    room = max(CUT_WIDTH - (end - start), 40)
+    left = max(0, start - room // 3)
+    right = min(len(text), end + room - (start - left))
+    hit_end = min(end, start + CUT_WIDTH)
+    html = ("…" if left > 0 else "") + escape(text[left:start]) + "<mark>" + escape(text[start:hit_end]) + "</mark>"
+    html += ("…" if hit_end < end else escape(text[end:right])) + ("…" if right < len(text) and hit_end >= end else "")
+    return mark_safe(html)  # noqa: S308 - every part escaped above
+
+
+def snapshot_view(snapshot: dict[str, Any]) -> dict[str, Any]:
+    """The template's view of a snapshot: evidence escaped, cut and marked; best answer, guide, others."""
+    matches = []
+    for m in snapshot.get("matches", []):
+        view = dict(m)
+        view["percent"] = round(m["confidence"] * 100)
+        view["confident"] = m["confidence"] >= CONFIDENT
+        view["fix_url"] = f"{m['url']}#{m['fix_step'] or 'fix'}"
+        positive = [s for s in m["signals"] if s["weight"] > 0]
+        view["why"] = positive[0]["description"] if positive else ""
+        view["evidence"] = []
+        for row in m.get("evidence", []):
+            start, end = (row.get("span") or [0, 0])[:2]
+            text = row["text"]
+            view["evidence"].append({**row, "cut": _cut(text, start, end), "html": marked_line(text, start, end),
+                                     "long": len(text) > CUT_WIDTH or bool(row.get("context"))})
+        matches.append(view)
+    causes = [m for m in matches if m["kind"] == "cause"]
+    best = causes[0] if causes and causes[0]["confident"] else None
+    guide = next((m for m in matches if m["kind"] == "guide"), None)
+    harmless = snapshot.get("harmless", [])
+    any_confident = any(m["confident"] for m in causes)
     return {
         "matches": matches,
+        "causes": causes,
         "best": best,
-        "guide": next((m for m in matches if m.kind == "guide"), None) if best is None else None,
-        "failure": failure_text(diagnosis.failure) if diagnosis.failure else None,
-        "harmless": diagnosis.harmless,
-        "only_harmless": bool(diagnosis.harmless) and not any(m.confident for m in matches),
-        "repairs": diagnosis.repairs,
-        "any_confident": any(m.confident for m in matches),
-        "facts": fact_rows(diagnosis.facts),
-        "raw_facts": diagnosis.facts,
-        "verdict": diagnosis.verdict,
-        "stats": diagnosis.stats,
+        "guide": guide,
+        "near_miss": snapshot.get("near_miss"),
+        "failure": snapshot.get("failure"),
+        "harmless": harmless,
+        "only_harmless": bool(harmless) and not any_confident,
+        "repairs": snapshot.get("repairs", []),
+        "any_confident": any_confident,
+        "facts": snapshot.get("facts", []),
+        "verdict": snapshot.get("verdict"),
+        "stats": snapshot.get("stats", {}),
+        "hits": snapshot.get("hits", []),
+        "wizard_url": snapshot.get("wizard_url", ""),
     }
+
+
+def snapshot_markdown(snapshot: dict[str, Any], url: str = "") -> str:
+    """A short summary for a ticket: the answer, the step, the odd ranks, the evidence lines."""
+    view = snapshot_view(snapshot)
+    out = ["## Hang Doctor diagnosis" + (f": {url}" if url else ""), ""]
+    best = view["best"]
+    if best:
+        out.append(f"**Most likely cause:** [{best['title']}]({best['url']}) ({best['percent']}% confidence)")
+        if best["why"]:
+            out.append(f"**Why:** {best['why']}")
+        step = f" ({best['fix_title']})" if best.get("fix_title") else ""
+        out.append(f"**Do this first:** {best['fix_url']}{step}")
+    elif view["guide"]:
+        out.append(f"**No known cause with confidence.** Next step: [{view['guide']['title']}]({view['guide']['fix_url']})")
+    else:
+        out.append("**No known case explains this log.**")
+    if view["failure"]:
+        out.append(f"**First failure:** {view['failure']}")
+    if view["verdict"]:
+        out += ["", f"**Ranks:** {view['verdict']['summary']}"]
+    if best and best["evidence"]:
+        out += ["", "Evidence:", "", "```"]
+        out += [f"{(r['source'] + ':') if r.get('source') else ''}{r['line']}: {r['text'][:300]}" for r in best["evidence"][:6]]
+        out.append("```")
+    others = [m for m in view["causes"] if m is not best][:3]
+    if others:
+        out += ["", "Other cases: " + "; ".join(f"[{m['title']}]({m['url']}) {m['percent']}%" for m in others)]
+    return "\n".join(out) + "\n"

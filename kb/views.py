@@ -14,7 +14,8 @@ from kb.extensions import facts_link
 from kb.log_input import LogTooLarge, NoLog, limit_text, log_from_request
 from kb.models import Alias, Case, ContentState, HarmlessLine, Tag
 from kb.search.index import IndexMissing, search as text_search
-from kb.presentation import body_with_step_versions, diagnosis_view_model
+from kb.presentation import body_with_step_versions, result_snapshot, snapshot_view
+from kb.report_views import case_feedback_context, result_context
 
 MAX_QUERY_CHARS = 4000
 _TAG_PARAM_RE = re.compile(r"^(framework|component|phase):([a-z0-9-]+)$")
@@ -36,7 +37,9 @@ def search(request: HttpRequest) -> HttpResponse:
                       f"A search link can carry at most {MAX_QUERY_CHARS} characters. Paste longer logs into the box on the home page.")
     context = {"query": query, "limit": limit_text(settings.KB_MAX_LOG_BYTES)}
     if query.strip():
-        context.update(_results(query, [("query", query.encode("utf-8", errors="replace"))]))
+        # A multi-line query (a pasted log in a link) is a diagnosis, like a paste into the box.
+        sources = [("query", query.encode("utf-8", errors="replace"))]
+        context.update(_results(request, query, sources, pasted="\n" in query.strip()))
     template = "kb/_results.html" if request.htmx else "kb/search.html"
     return render(request, template, context)
 
@@ -54,19 +57,24 @@ def diagnose(request: HttpRequest) -> HttpResponse:
         return _error(request, 400, "Nothing to diagnose", str(err))
     head = sources[0][1][:2000].decode("utf-8", errors="replace")
     context = {"query": "", "pasted": True, "limit": limit_text(settings.KB_MAX_LOG_BYTES)}
-    context.update(_results(head, sources))
+    context.update(_results(request, head, sources, pasted=True))
     template = "kb/_results.html" if request.htmx else "kb/search.html"
     return render(request, template, context)
 
 
-def _results(search_text: str, sources: list[tuple[str, bytes]]) -> dict:
+def _results(request: HttpRequest, search_text: str, sources: list[tuple[str, bytes]], *, pasted: bool) -> dict:
+    """Diagnose, search, and shape the answer-first result; a paste (not a search link) also counts
+    towards the case's numbers, or, when nothing explained it, towards the curators' templates."""
     diagnosis = diagnosis_run(sources, budget_s=settings.KB_DIAGNOSIS_BUDGET_S)
     try:
         hits = text_search(search_text, index_dir=settings.SEARCH_INDEX_DIR, limit=5)
     except IndexMissing:
         hits = []
     wizard_url = facts_link(diagnosis.facts) if diagnosis.facts else None
-    return {"result": diagnosis_view_model(diagnosis), "hits": hits, "wizard_url": wizard_url}
+    snapshot = result_snapshot(diagnosis, sources, hits=hits, wizard_url=wizard_url)
+    context = {"result": snapshot_view(snapshot), "hits": snapshot["hits"], "wizard_url": wizard_url}
+    context.update(result_context(request, snapshot, sources, pasted=pasted))
+    return context
 
 
 @require_safe
@@ -111,6 +119,7 @@ def case_detail(request: HttpRequest, slug: str) -> HttpResponse:
     toc = [s for s in case.sections if s["level"] == 2] + [{"id": "references", "title": "References", "level": 2}]
     context = {"case": case, "related": related, "linked_from": [c for c in linked_from if c.slug not in case.related],
                "tags": tags, "toc": toc, "body_html": body_with_step_versions(case.body_html, case.steps)}
+    context.update(case_feedback_context(request, case))  # "Did this fix it?" and the honest counts
     return render(request, "kb/case_detail.html", context)
 
 

@@ -1,0 +1,140 @@
+"""Writing and reading reports, votes, match counts and line templates. No log text is ever written
+unredacted; for pastes nothing explained, only templates and counts."""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+import os
+import secrets
+from typing import Any, Iterable
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Count, F, Sum
+from django.utils import timezone
+
+from kb.models import CaseMatchDay, LineTemplate, Report, Vote
+from kb.reports import templates as tpl
+from kb.reports.redact import clean_data, clean_text
+
+DEFAULT_EXPIRY_DAYS = 30
+STORED_LOG_LIMIT = 8 * 1024 * 1024  # a stored full log is cut here (the paste limit is larger)
+
+
+def expiry_days() -> int:
+    """`KB_REPORT_EXPIRY_DAYS` in the settings or the environment; 30 by default."""
+    value = getattr(settings, "KB_REPORT_EXPIRY_DAYS", None) or os.environ.get("KB_REPORT_EXPIRY_DAYS")
+    try:
+        return max(1, int(value)) if value else DEFAULT_EXPIRY_DAYS
+    except ValueError:
+        return DEFAULT_EXPIRY_DAYS
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def report_create(snapshot: dict[str, Any], *, log: str | None = None, mask: bool = False) -> tuple[Report, str]:
+    """Save a redacted (and optionally masked) copy of a result. Returns the report and the delete token,
+    which only its creator is shown."""
+    hosts = [str(h) for h in (snapshot.get("hosts") or [])] if mask else []
+    data = clean_data({k: v for k, v in snapshot.items() if k != "hosts"}, mask=mask, hosts=hosts)
+    stored_log = ""
+    if log:
+        stored_log = clean_text(log[:STORED_LOG_LIMIT], mask=mask, hosts=hosts)
+    token = secrets.token_urlsafe(24)
+    best = data.get("best_slug") or ""
+    report = Report.objects.create(id=secrets.token_urlsafe(24), expires_at=timezone.now() + dt.timedelta(days=expiry_days()),
+                                   delete_token_hash=token_hash(token), data=data, log=stored_log, masked=mask,
+                                   best_slug=best[:100])
+    return report, token
+
+
+def report_live(report_id: str) -> Report | None:
+    if not report_id or len(report_id) > 64:
+        return None
+    return Report.objects.filter(id=report_id, expires_at__gt=timezone.now()).first()
+
+
+def report_delete(report: Report, token: str) -> bool:
+    """Delete when the token is the creator's (compared in constant time)."""
+    if not token or not hmac.compare_digest(token_hash(token), report.delete_token_hash):
+        return False
+    report.delete()
+    return True
+
+
+def reports_purge(now: dt.datetime | None = None) -> int:
+    count, _ = Report.objects.filter(expires_at__lte=now or timezone.now()).delete()
+    return count
+
+
+# --- votes -----------------------------------------------------------------------------------------
+
+class VoteRefused(Exception):
+    pass
+
+
+def vote_record(*, target: str, answer: str, ballot: str, case_slug: str = "", target_ref: str = "",
+                other_case: str = "", step: str = "", report: Report | None = None) -> Vote:
+    if target not in dict(Vote.TARGETS) or answer not in dict(Vote.ANSWERS):
+        raise VoteRefused("That is not an answer this form offers.")
+    if not ballot or len(ballot) > 80:
+        raise VoteRefused("This form is out of date: reload the page and vote again.")
+    try:
+        with transaction.atomic():
+            return Vote.objects.create(target=target, answer=answer, ballot=ballot, case_slug=case_slug[:100],
+                                       target_ref=target_ref[:300], other_case=other_case[:100] if answer == "other" else "",
+                                       step=step[:40] if answer == "yes" else "", report=report)
+    except IntegrityError:
+        raise VoteRefused("A vote was already counted for this.") from None
+
+
+def case_feedback(slug: str, days: int = 30) -> dict[str, Any]:
+    """Honest counts for a case page: pastes it answered, and what voters said, in the last `days` days."""
+    since = timezone.now() - dt.timedelta(days=days)
+    matched = CaseMatchDay.objects.filter(slug=slug, day__gte=since.date()).aggregate(n=Sum("count"))["n"] or 0
+    votes = Vote.objects.filter(case_slug=slug, created_at__gte=since)
+    answers = dict(votes.values_list("answer").annotate(n=Count("id")))
+    steps = list(votes.filter(answer="yes").exclude(step="").values("step").annotate(n=Count("id")).order_by("-n", "step"))
+    return {"days": days, "matched": matched, "yes": answers.get("yes", 0), "no": answers.get("no", 0),
+            "other": answers.get("other", 0), "steps": steps, "votes": sum(answers.values())}
+
+
+def match_count(slug: str, day: dt.date | None = None) -> None:
+    """Count one paste answered by `slug` (no text kept)."""
+    day = day or timezone.now().date()
+    updated = CaseMatchDay.objects.filter(slug=slug, day=day).update(count=F("count") + 1)
+    if not updated:
+        try:
+            with transaction.atomic():
+                CaseMatchDay.objects.create(slug=slug, day=day, count=1)
+        except IntegrityError:  # another worker created it first
+            CaseMatchDay.objects.filter(slug=slug, day=day).update(count=F("count") + 1)
+
+
+# --- the curators' report ---------------------------------------------------------------------------
+
+def templates_record(origin: str, templates: Iterable[str]) -> int:
+    """Fold line templates into the stored clusters (Drain: same length and first token, then similarity)."""
+    now = timezone.now()
+    stored = 0
+    for template in templates:
+        tokens = template.split(" ")
+        length, head = tpl.cluster_key(tokens)
+        head = head[:200]
+        with transaction.atomic():
+            candidates = list(LineTemplate.objects.select_for_update().filter(origin=origin, length=length, head=head)[:200])
+            index = tpl.best_cluster(tokens, [c.template.split(" ") for c in candidates])
+            if index is None:
+                LineTemplate.objects.create(origin=origin, template=template, length=length, head=head, example=template,
+                                            count=1, last_seen=now)
+            else:
+                row = candidates[index]
+                row.template = " ".join(tpl.merged(row.template.split(" "), tokens))
+                row.count += 1
+                row.last_seen = now
+                row.save(update_fields=["template", "count", "last_seen"])
+        stored += 1
+    return stored
