@@ -65,6 +65,63 @@ def bench_log_write(path: Path, size_bytes: int = 50 * 1024 * 1024, ranks: int =
     return path.stat().st_size
 
 
+def console_log_write(path: Path, size_bytes: int = 50 * 1024 * 1024, ranks: int = 8) -> int:
+    """A torchrun console log: tqdm progress redrawn with carriage returns, loss lines, NCCL INFO from every
+    local rank, warnings, then the ranks' watchdog timeouts. Seeded, so every run measures the same bytes."""
+    rng = random.Random(20261123)
+    chunks: list[str] = []
+    written = 0
+    step = 0
+    for rank in range(ranks):
+        for channel in range(16):
+            line = (f"[default{rank}]:node-a:{5000 + rank}:{5100 + rank} [{rank}] NCCL INFO Channel {channel:02d}/0 : "
+                    f"{rank}[{rank}] -> {(rank + 1) % ranks}[{(rank + 1) % ranks}] via P2P/IPC/read\n")
+            chunks.append(line)
+            written += len(line)
+    while written < size_bytes - 20_000:
+        step += 1
+        kind = rng.random()
+        if kind < 0.70:
+            bar = "".join(f"\r{pct:3d}%|{'#' * (pct // 10):<10}| {step % 2000}/2000 [{step // 60:02d}:{step % 60:02d}<05:12, "
+                          f"{rng.uniform(1.5, 2.5):.2f}it/s]" for pct in range(0, 100, 12))
+            line = f"[default0]:{bar}\n"
+        elif kind < 0.85:
+            line = (f"[default0]:{{'loss': {rng.uniform(0.8, 2.4):.4f}, 'grad_norm': {rng.uniform(0.2, 3):.3f}, "
+                    f"'learning_rate': 1.9e-05, 'epoch': {step / 20000:.2f}}}\n")
+        elif kind < 0.97:
+            rank = rng.randrange(ranks)
+            line = (f"[default{rank}]:node-a:{5000 + rank}:{5200 + rank} [{rank}] NCCL INFO comm 0x7f{rank:02x}00 rank "
+                    f"{rank} nRanks {ranks} nNodes 1 localRanks {ranks} localRank {rank} MNNVL 0\n")
+        else:
+            line = (f"[default{rng.randrange(ranks)}]:/opt/venv/lib/python3.11/site-packages/torch/utils/checkpoint.py:87: "
+                    f"UserWarning: None of the inputs have requires_grad=True. Gradients will be None\n")
+        chunks.append(line)
+        written += len(line)
+    for rank in range(1, ranks):
+        line = (f"[default{rank}]:[rank{rank}]:[E1123 04:00:{rank:02d}.123456789 ProcessGroupNCCL.cpp:632] [Rank {rank}] "
+                f"{WATCHDOG_PHRASE}: WorkNCCL(SeqNum=40213, OpType=ALLREDUCE, NumelIn=262144, NumelOut=262144, "
+                f"Timeout(ms)=600000) ran for {600000 + rank} milliseconds before timing out.\n")
+        chunks.append(line)
+        written += len(line)
+    path.write_text("".join(chunks), encoding="utf-8")
+    return path.stat().st_size
+
+
+def files_split(path: Path, folder: Path, parts: int) -> list[Path]:
+    """One log cut into `parts` files of whole lines (a job's rank files)."""
+    data = path.read_bytes()
+    folder.mkdir(parents=True, exist_ok=True)
+    out: list[Path] = []
+    start = 0
+    for index in range(parts):
+        end = len(data) if index == parts - 1 else data.find(b"\n", len(data) * (index + 1) // parts) + 1
+        target = folder / f"rank{index}.log"
+        target.write_bytes(data[start:end])
+        out.append(target)
+        start = end
+    return out
+
+
 def best_of(runs: int, action) -> tuple[float, object]:
     """Fastest of several runs (the least disturbed by other work on the machine), and the last result."""
     best = float("inf")

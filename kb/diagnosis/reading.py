@@ -22,7 +22,7 @@ from kb.diagnosis.rules import Rules
 from kb.diagnosis.scanning import TextScanner
 from kb.diagnosis.signatures import signature_hits
 from kb.diagnosis.stacks import Stack, stacks_extract
-from kb.diagnosis.text import REPAIR_LIMIT, LineLocator, log_text, paste_repair
+from kb.diagnosis.text import REPAIR_LIMIT, LineLocator, log_clean, paste_repair
 
 EVIDENCE_PER_SIGNAL = 3
 MAX_HARMLESS = 20
@@ -155,19 +155,23 @@ def _read_full(stream: BinaryIO, size: int) -> bytes:
 def _window_read(data: bytes | str, rules: Rules, reading: FileReading, label: str | None, *, base_line: int,
                  core_end: int | None, deadline: float | None, repair: bool) -> int:
     """Read one window into `reading`; returns the line number its last own line ends at."""
-    text, unchanged = log_text(data)
+    if core_end is not None:  # the window's own part and its look-ahead, cleaned apart so the boundary is known
+        own, own_bytes = log_clean(data[:core_end])
+        ahead, ahead_bytes = log_clean(data[core_end:])
+        text, core_end = own + ahead, len(own)
+        encoded = own_bytes + ahead_bytes if own_bytes is not None and ahead_bytes is not None else None
+    else:
+        text, encoded = log_clean(data)
     joins: list[int] = []
     if repair:
         repaired = paste_repair(text)
         if repaired.text is not text:
-            text, unchanged = repaired.text, False
+            text, encoded = repaired.text, None
         joins = repaired.joins
         reading.repairs += repaired.notes
-    if core_end is not None and not unchanged:
-        core_end = len(log_text(data[:core_end])[0])  # the window's own part, as text
     limit = len(text) if core_end is None else core_end
     lines = LineLocator(text, joins, base_line=base_line)
-    scanner = TextScanner(text, rules.literals, encoded=data if unchanged and isinstance(data, bytes) else None)
+    scanner = TextScanner(text, rules.literals, encoded=encoded)
     skip = _harmless_lines(scanner, lines, rules, label, reading.harmless, limit)
     for sig, hits, count in signature_hits(scanner, rules.signatures, per_signature=EVIDENCE_PER_SIGNAL + len(skip),
                                            end=limit):

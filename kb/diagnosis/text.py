@@ -12,6 +12,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+_ANSI_BYTES_RE = re.compile(_ANSI_RE.pattern.encode())
+_CR_TO_SPACE = bytes.maketrans(b"\r", b" ")
 
 
 def log_text(data: bytes | str) -> tuple[str, bool]:
@@ -19,18 +21,31 @@ def log_text(data: bytes | str) -> tuple[str, bool]:
 
     Also says whether the text is exactly the input bytes (ASCII, nothing removed or replaced): then
     the raw bytes can stand for the text in a byte-level scan, without encoding megabytes again."""
-    unchanged = isinstance(data, (bytes, bytearray))
-    text = data.decode("utf-8", errors="replace") if unchanged else data
-    if "\x1b" in text:
-        text = _ANSI_RE.sub("", text)
-        unchanged = False
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", " ")
-        unchanged = False
-    if "\x00" in text:
-        text = text.replace("\x00", "")
-        unchanged = False
-    return text, unchanged and text.isascii()
+    text, encoded = log_clean(data)
+    return text, encoded is data
+
+
+def log_clean(data: bytes | str) -> tuple[str, bytes | None]:
+    """The text, and the cleaned bytes it was decoded from when they stand for it character for character
+    (ASCII), so a byte-level scan needs no encoding. Cleaning works on the bytes (C speed, one decode)."""
+    if isinstance(data, str):
+        if "\x1b" in data:
+            data = _ANSI_RE.sub("", data)
+        if "\r" in data:
+            data = data.replace("\r\n", "\n").replace("\r", " ")
+        return data.replace("\x00", "") if "\x00" in data else data, None
+    cleaned = bytes(data)
+    if b"\x1b" in cleaned:
+        cleaned = _ANSI_BYTES_RE.sub(b"", cleaned)
+    if b"\r" in cleaned:
+        cleaned = cleaned.replace(b"\r\n", b"\n").translate(_CR_TO_SPACE)
+    if b"\x00" in cleaned:
+        cleaned = cleaned.replace(b"\x00", b"")
+    text = cleaned.decode("utf-8", errors="replace")
+    ascii_only = text.isascii()
+    if ascii_only and cleaned == data and isinstance(data, bytes):
+        cleaned = data  # the very input: callers can tell nothing was changed
+    return text, cleaned if ascii_only else None
 
 
 def log_decode(data: bytes | str) -> str:

@@ -8,12 +8,13 @@ confidence; `source` names the program release whose output the log reproduces. 
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 from kb.content.cases import case_files_read
 from kb.corpus import content_rules, corpus_entries, entry_diagnose, entry_verdict
 
 REPO = Path(__file__).resolve().parents[2]
-CONTENT = REPO / "content"
+CONTENT = settings.CONTENT_DIR
 LOGS = REPO / "tests" / "fixtures" / "logs"
 ENTRIES = corpus_entries(LOGS)
 

@@ -4,6 +4,7 @@ import io
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 from kb.corpus import content_rules, corpus_entries
 from kb.diagnosis.engine import job_diagnose
@@ -15,7 +16,7 @@ ENTRIES = corpus_entries(REPO / "tests" / "fixtures" / "logs")
 
 @pytest.fixture(scope="module")
 def rules():
-    return content_rules(REPO / "content")
+    return content_rules(settings.CONTENT_DIR)
 
 
 def summary(diagnosis) -> dict:

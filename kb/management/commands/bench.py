@@ -1,4 +1,9 @@
-"""`python manage.py bench` (via `make bench`): diagnosis MB/s against grep -c, and text-search latency."""
+"""`python manage.py bench` (via `make bench`): diagnosis MB/s against grep -c on two log shapes, 64 rank files
+on all cores, the command line on a large log (time and peak memory), and text-search latency."""
+import os
+import resource
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -6,7 +11,9 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from kb.benchmark import TYPICAL_ERRORS, bench_log_write, best_of, grep_seconds, latency_summary
+from kb.benchmark import (
+    TYPICAL_ERRORS, bench_log_write, best_of, console_log_write, files_split, grep_seconds, latency_summary,
+)
 from kb.diagnose import diagnosis_run, rules_current
 from kb.search.index import search, search_cache_clear
 
@@ -16,23 +23,34 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--megabytes", type=int, default=50)
+        parser.add_argument("--big-megabytes", type=int, default=600, help="size of the command-line run (0 skips it)")
         parser.add_argument("--runs", type=int, default=3)
 
-    def handle(self, *args, megabytes: int, runs: int, **options) -> None:
+    def handle(self, *args, megabytes: int, big_megabytes: int, runs: int, **options) -> None:
         rules_current()  # compile once, outside the timing, as a long-running server does
+        cores = os.cpu_count() or 1
+        self.stdout.write(f"machine: {cores} cores")
         with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "bench.log"
-            size = bench_log_write(path, size_bytes=megabytes * 1024 * 1024)
-            data = path.read_bytes()
-            mb = size / (1024 * 1024)
-            seconds, diagnosis = best_of(runs, lambda: diagnosis_run([("bench.log", data)]))
-            grep_s, grep_count = grep_seconds(path, runs)
-        top = diagnosis.matches[0] if diagnosis.matches else None
-        self.stdout.write(f"log: {mb:.1f} MB, {diagnosis.stats['lines']} lines, {grep_count} watchdog lines (deterministic)")
-        self.stdout.write(f"diagnose: {seconds * 1000:.0f} ms = {mb / seconds:.1f} MB/s "
-                          f"(best of {runs}; top case {top.slug if top else 'none'} at {top.confidence if top else 0:.2f})")
-        self.stdout.write(f"grep -c baseline: {grep_s * 1000:.0f} ms = {mb / grep_s:.1f} MB/s")
-        self.stdout.write(f"ratio diagnose/grep: {seconds / grep_s:.1f}x")
+            for shape, writer in (("multi-rank Megatron log", bench_log_write), ("torchrun console log", console_log_write)):
+                path = Path(tmp) / f"{shape.split()[0]}.log"
+                size = writer(path, size_bytes=megabytes * 1024 * 1024)
+                mb = size / (1024 * 1024)
+                seconds, diagnosis = best_of(runs, lambda: diagnosis_run([(path.name, path)]))
+                grep_s, grep_count = grep_seconds(path, runs)
+                top = diagnosis.matches[0] if diagnosis.matches else None
+                self.stdout.write(f"\n{shape}: {mb:.1f} MB, {diagnosis.stats['lines']} lines, {grep_count} watchdog lines (deterministic)")
+                self.stdout.write(f"  diagnose: {seconds * 1000:.0f} ms = {mb / seconds:.1f} MB/s "
+                                  f"(best of {runs}; top case {top.slug if top else 'none'} at {top.confidence if top else 0:.2f})")
+                self.stdout.write(f"  grep -c baseline: {grep_s * 1000:.0f} ms = {mb / grep_s:.1f} MB/s")
+                self.stdout.write(f"  ratio diagnose/grep: {seconds / grep_s:.1f}x")
+            console = Path(tmp) / "torchrun.log"
+            ranks = files_split(console, Path(tmp) / "ranks", 64)
+            one, _ = best_of(runs, lambda: diagnosis_run([(p.name, p) for p in ranks], workers=1))
+            many, _ = best_of(runs, lambda: diagnosis_run([(p.name, p) for p in ranks], workers=cores))
+            self.stdout.write(f"\n64 rank files ({megabytes} MB): one process {one * 1000:.0f} ms, {cores} processes "
+                              f"{many * 1000:.0f} ms: {one / many:.2f}x the single-core throughput")
+            if big_megabytes:
+                self._big_run(Path(tmp), big_megabytes)
         search(TYPICAL_ERRORS[0], index_dir=settings.SEARCH_INDEX_DIR)  # open the index once, as a warm worker has
         for cached in (False, True):
             samples = []
@@ -45,3 +63,21 @@ class Command(BaseCommand):
                     samples.append((time.perf_counter() - started) * 1000)
             label = "repeated (result cache)" if cached else "uncached"
             self.stdout.write(f"text search {label}, {len(TYPICAL_ERRORS)} typical error lines x5: {latency_summary(samples)}")
+
+    def _big_run(self, folder: Path, megabytes: int) -> None:
+        """The command line on a large console log, in its own process: wall time, peak memory, and grep."""
+        path = folder / "big.log"
+        size = console_log_write(path, size_bytes=megabytes * 1024 * 1024)
+        mb = size / (1024 * 1024)
+        command = [sys.executable, "manage.py", "diagnose", str(path), "--json"]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        started = time.perf_counter()
+        done = subprocess.run(command, cwd=settings.BASE_DIR, capture_output=True, check=False)
+        seconds = time.perf_counter() - started
+        peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        grep_s, _ = grep_seconds(path, 1)
+        status = "ok" if done.returncode == 0 else f"exit {done.returncode}: {done.stderr.decode(errors='replace')[-200:]}"
+        self.stdout.write(f"\ncommand line on a {mb:.0f} MB console log: {seconds:.1f} s = {mb / seconds:.0f} MB/s, "
+                          f"peak memory {max(peak_kb, before) / 1024:.0f} MB ({status}); grep -c {grep_s:.2f} s; "
+                          f"ratio {seconds / grep_s:.1f}x (includes start-up)")
+        path.unlink()
