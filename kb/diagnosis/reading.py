@@ -26,7 +26,7 @@ from kb.diagnosis.text import REPAIR_LIMIT, LineLocator, log_clean, paste_repair
 
 EVIDENCE_PER_SIGNAL = 3
 MAX_HARMLESS = 20
-WINDOW_BYTES = 64 * 1024 * 1024
+WINDOW_BYTES = 32 * 1024 * 1024
 LOOKAHEAD_BYTES = 256 * 1024
 
 Source = Union[bytes, str, Path, BinaryIO]
