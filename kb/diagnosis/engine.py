@@ -19,7 +19,7 @@ from kb.diagnosis.reading import (
     source_read,
 )
 from kb.diagnosis.rules import Rules
-from kb.diagnosis.stacks import Stack
+from kb.diagnosis.stacks import Stack, stack_collectives
 from kb.diagnosis.verdict import RankVerdict, rank_verdict, stack_groups, verdict_facts
 from kb.diagnosis.versions import version_in
 
@@ -149,6 +149,11 @@ def job_diagnose(readings: list[FileReading], rules: Rules, *, top: int = 5, sta
     facts.update(verdict_facts(verdict))
     if all_stacks:
         facts["stack_frames"] = sorted({s.frames[0] for s, _ in all_stacks})[:50]
+        collectives = stack_collectives([s for s, _ in all_stacks if not failure_exception(s)])
+        if collectives:
+            facts["stack_collectives"] = collectives
+            if len(collectives) > 1:
+                facts["ranks_disagree"] = True
     if failure:
         facts["first_failure"] = failure.kind
         if failure.rank is not None:

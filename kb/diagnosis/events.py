@@ -16,12 +16,13 @@ from kb.diagnosis.text import LineLocator
 
 @dataclass(frozen=True)
 class Failure:
-    kind: str  # sigkill | oom-kill | signal | cuda-error | ecc-error | exception
+    kind: str  # sigkill | oom-kill | signal | cuda-error | ecc-error | exception | exit (a bare non-zero exit code)
     line: int
     text: str
     rank: int | None = None
     time: str | None = None
     source: str | None = None
+    start_line: int | None = None  # where the text that reports it starts (a table's header), when not `line`
 
 
 def _rule(kind: str, pattern: str) -> tuple[str, re.Pattern, tuple[str, ...]]:
@@ -60,7 +61,7 @@ def first_failure(scanner: TextScanner, lines: LineLocator, stacks: list[Stack],
     """The failure that came first in one text: torchrun's own root cause when it printed one, else the
     earliest failure line or non-distributed exception."""
     root = _root_cause(scanner, lines, source)
-    if root is not None:
+    if root is not None and root.kind != "exit":
         return root
     found: list[tuple[int, Failure]] = []
     for kind, regex, literals in FAILURE_RULES:
@@ -76,7 +77,7 @@ def first_failure(scanner: TextScanner, lines: LineLocator, stacks: list[Stack],
             found.append((offset, Failure("exception", stack.line, stack.exception, stack.rank, None, source)))
             break
     if not found:
-        return None
+        return root  # a plain non-zero exit: what failed is not known, only that something did
     return min(found, key=lambda item: item[0])[1]
 
 
@@ -87,29 +88,58 @@ def failure_exception(stack: Stack) -> bool:
 
 
 def _root_cause(scanner: TextScanner, lines: LineLocator, source: str | None) -> Failure | None:
+    """torchrun's error summary: the "Root Cause (first observed failure)" entry, unless another entry of the
+    same table ("Failures:") shows a process killed by a signal. On PyTorch up to 2.1 the surviving rank that
+    saw its peer vanish ("Connection closed by peer", exit code 1) can be listed as the root cause while the
+    rank the kernel killed (-9) sits under Failures: the kill came first."""
     span = next(iter(scanner.lines_with(_ROOT_CAUSE)), None)
     if span is None:
         return None
     text = scanner.text
-    fields: dict[str, str] = {}
-    pos = span[1] + 1
-    for _ in range(12):
-        end = text.find("\n", pos)
-        end = len(text) if end == -1 else end
-        match = _TABLE_FIELD.match(text, pos, min(end, pos + 400))
-        if match:
-            fields.setdefault(match.group(1), match.group(2).strip())
-        pos = end + 1
-        if pos >= len(text):
-            break
-    code = _EXITCODE.match(fields.get("exitcode", ""))
-    if not code:
+    table_start = text.rfind("Failures:", max(0, span[0] - 20_000), span[0])
+    entries = _table_entries(text, table_start if table_start != -1 else span[0], span[0])
+    root = _table_entries(text, span[1] + 1, None, limit=1)
+    killed = [e for e in entries + root if e["exitcode"] in _SIGNALS and e["exitcode"] != -6]
+    chosen = min(killed, key=lambda e: (e.get("time") or "", e["exitcode"] != -9)) if killed else (root[0] if root else None)
+    if chosen is None:
         return None
-    exitcode = int(code.group(1))
-    kind = _SIGNALS.get(exitcode, "exception" if exitcode > 0 else "signal")
-    rank = re.match(r"(\d+)", fields.get("rank", ""))
-    return Failure(kind, lines.line_number(span[0]), f"exitcode {exitcode}: {fields.get('traceback', '')}"[:300],
-                   int(rank.group(1)) if rank else None, fields.get("time"), source)
+    exitcode = chosen["exitcode"]
+    kind = _SIGNALS.get(exitcode, "exit" if exitcode > 0 else "signal")
+    return Failure(kind, lines.line_number(chosen["offset"]), f"exitcode {exitcode}: {chosen.get('traceback', '')}"[:300],
+                   chosen.get("rank"), chosen.get("time"), source, start_line=lines.line_number(span[0]))
+
+
+def _table_entries(text: str, start: int, end: int | None, limit: int = 16) -> list[dict]:
+    """Entries (`[N]:` then `time`, `rank`, `exitcode`, `traceback` fields) of a torchrun failure table."""
+    entries: list[dict] = []
+    current: dict | None = None
+    pos = start
+    stop = len(text) if end is None else end
+    for _ in range(limit * 10):
+        if pos >= stop:
+            break
+        line_end = text.find("\n", pos)
+        line_end = len(text) if line_end == -1 else line_end
+        match = _TABLE_FIELD.match(text, pos, min(line_end, pos + 400))
+        if match:
+            if current is None or match.group(1) in current:
+                if len(entries) >= limit:
+                    break
+                current = {"offset": pos}
+                entries.append(current)
+            value = match.group(2).strip()
+            if match.group(1) == "exitcode":
+                code = _EXITCODE.match(value)
+                current["exitcode"] = int(code.group(1)) if code else 0
+            elif match.group(1) == "rank":
+                rank = re.match(r"(\d+)", value)
+                current["rank"] = int(rank.group(1)) if rank else None
+            else:
+                current[match.group(1)] = value
+        elif current is not None and text.startswith(("=====", "-----"), pos) and end is None:
+            break
+        pos = line_end + 1
+    return [e for e in entries if "exitcode" in e]
 
 
 def _rank_in(line: str) -> int | None:

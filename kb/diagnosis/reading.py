@@ -28,6 +28,7 @@ EVIDENCE_PER_SIGNAL = 3
 MAX_HARMLESS = 20
 WINDOW_BYTES = 32 * 1024 * 1024
 LOOKAHEAD_BYTES = 256 * 1024
+LOOKBEHIND_BYTES = 4096  # lines before a window: a stack's heading ("=== rank 3 ===") may be just before it
 
 Source = Union[bytes, str, Path, BinaryIO]
 
@@ -74,19 +75,21 @@ def source_read(data: Source, rules: Rules, *, label: str | None, deadline: floa
     """Read one source (bytes, text, a path or a binary file object) window by window."""
     reading = FileReading(label=label)
     if isinstance(data, str) or (isinstance(data, (bytes, bytearray)) and len(data) <= REPAIR_LIMIT and repair):
-        _window_read(data, rules, reading, label, base_line=0, core_end=None, deadline=deadline, repair=repair)
+        _window_read(data, rules, reading, label, base_line=0, core_start=0, core_end=None, deadline=deadline,
+                     repair=repair)
         reading.bytes = len(data)
         return reading
     stream = _stream(data)
     try:
         base_line = 0
-        for window, core, size in _windows(stream, window_bytes, lookahead_bytes):
+        for window, core_start, core, size in _windows(stream, window_bytes, lookahead_bytes):
             if reading.bytes == 0 and size <= REPAIR_LIMIT and core == len(window) and repair:
-                _window_read(window, rules, reading, label, base_line=0, core_end=None, deadline=deadline, repair=True)
+                _window_read(window, rules, reading, label, base_line=0, core_start=0, core_end=None,
+                             deadline=deadline, repair=True)
             else:
-                base_line = _window_read(window, rules, reading, label, base_line=base_line, core_end=core,
-                                         deadline=deadline, repair=False)
-            reading.bytes += core
+                base_line = _window_read(window, rules, reading, label, base_line=base_line, core_start=core_start,
+                                         core_end=core, deadline=deadline, repair=False)
+            reading.bytes += core - core_start
             if reading.partial:
                 break
     finally:
@@ -115,9 +118,11 @@ def _stream(data: Source) -> BinaryIO:
     return data
 
 
-def _windows(stream: BinaryIO, window_bytes: int, lookahead_bytes: int) -> Iterator[tuple[bytes, int, int]]:
-    """(window with look-ahead, length of the window's own part, bytes read so far): whole lines only."""
+def _windows(stream: BinaryIO, window_bytes: int, lookahead_bytes: int) -> Iterator[tuple[bytes, int, int, int]]:
+    """(window with look-behind and look-ahead, where its own part starts and ends, bytes read so far): whole
+    lines only."""
     pending = b""
+    behind = b""
     total = 0
     eof = False
     while True:
@@ -130,12 +135,14 @@ def _windows(stream: BinaryIO, window_bytes: int, lookahead_bytes: int) -> Itera
         if not pending:
             return
         if eof and len(pending) <= window_bytes:
-            yield pending, len(pending), total
+            yield behind + pending, len(behind), len(behind) + len(pending), total
             return
         cut = pending.rfind(b"\n", 0, window_bytes) + 1
         if cut == 0:  # one line longer than a window: cut it at the window (regexes see 4 KB of a line anyway)
             cut = min(window_bytes, len(pending))
-        yield pending, cut, total
+        yield behind + pending, len(behind), len(behind) + cut, total
+        tail = pending[max(0, cut - LOOKBEHIND_BYTES):cut]
+        behind = tail[tail.find(b"\n") + 1:] if b"\n" in tail[:-1] else b""  # whole lines only
         pending = pending[cut:]
 
 
@@ -153,15 +160,17 @@ def _read_full(stream: BinaryIO, size: int) -> bytes:
 
 
 def _window_read(data: bytes | str, rules: Rules, reading: FileReading, label: str | None, *, base_line: int,
-                 core_end: int | None, deadline: float | None, repair: bool) -> int:
-    """Read one window into `reading`; returns the line number its last own line ends at."""
-    if core_end is not None:  # the window's own part and its look-ahead, cleaned apart so the boundary is known
-        own, own_bytes = log_clean(data[:core_end])
-        ahead, ahead_bytes = log_clean(data[core_end:])
-        text, core_end = own + ahead, len(own)
-        encoded = own_bytes + ahead_bytes if own_bytes is not None and ahead_bytes is not None else None
+                 core_start: int, core_end: int | None, deadline: float | None, repair: bool) -> int:
+    """Read one window into `reading`; returns the line number its own part ends at. Only what starts in the
+    window's own part counts; the look-behind and look-ahead are context."""
+    if core_end is not None:  # look-behind, own part and look-ahead, cleaned apart so the boundaries are known
+        parts = [log_clean(data[:core_start]), log_clean(data[core_start:core_end]), log_clean(data[core_end:])]
+        text = "".join(part[0] for part in parts)
+        start, limit = len(parts[0][0]), len(parts[0][0]) + len(parts[1][0])
+        encoded = b"".join(part[1] for part in parts) if all(part[1] is not None for part in parts) else None
     else:
         text, encoded = log_clean(data)
+        start, limit = 0, None
     joins: list[int] = []
     if repair:
         repaired = paste_repair(text)
@@ -169,12 +178,13 @@ def _window_read(data: bytes | str, rules: Rules, reading: FileReading, label: s
             text, encoded = repaired.text, None
         joins = repaired.joins
         reading.repairs += repaired.notes
-    limit = len(text) if core_end is None else core_end
-    lines = LineLocator(text, joins, base_line=base_line)
+    limit = len(text) if limit is None else limit
+    behind_lines = text.count("\n", 0, start)
+    lines = LineLocator(text, joins, base_line=base_line - behind_lines)
     scanner = TextScanner(text, rules.literals, encoded=encoded)
-    skip = _harmless_lines(scanner, lines, rules, label, reading.harmless, limit)
+    skip = _harmless_lines(scanner, lines, rules, label, reading.harmless, start, limit)
     for sig, hits, count in signature_hits(scanner, rules.signatures, per_signature=EVIDENCE_PER_SIGNAL + len(skip),
-                                           end=limit):
+                                           start=start, end=limit):
         if deadline is not None and time.perf_counter() > deadline:
             reading.partial = True
             break
@@ -190,10 +200,13 @@ def _window_read(data: bytes | str, rules: Rules, reading: FileReading, label: s
                 entry["evidence"].append(_evidence(lines, hit, sig.id, label))
     facts, ranks = facts_extract(scanner, lines)
     facts.update(tools.tool_facts(scanner))
-    stacks = [s for s in stacks_extract(scanner, lines) if s.offset < limit]
+    stacks = [s for s in stacks_extract(scanner, lines) if start <= s.offset < limit]
     failure = first_failure(scanner, lines, stacks, label)
-    if failure is not None and core_end is not None and failure.line > lines.line_number(max(0, limit - 1)):
-        failure = None
+    if failure is not None and core_end is not None:
+        first_own = lines.line_number(start)
+        last_own = lines.line_number(max(start, limit - 1))
+        if not first_own <= (failure.start_line or failure.line) <= last_own:
+            failure = None
     _facts_merge_window(reading.facts, facts)
     for rank, state in ranks.items():
         reading.ranks.setdefault(rank, state)
@@ -202,7 +215,7 @@ def _window_read(data: bytes | str, rules: Rules, reading: FileReading, label: s
     if core_end is None:
         reading.lines += lines.line_count()
         return base_line + lines.line_count()
-    own = text.count("\n", 0, limit) + (1 if limit == len(text) and text and not text.endswith("\n") else 0)
+    own = text.count("\n", start, limit) + (1 if limit == len(text) and limit > start and not text.endswith("\n") else 0)
     reading.lines += own
     return base_line + own
 
@@ -247,11 +260,11 @@ def _order(value: Any) -> tuple:
 
 
 def _harmless_lines(scanner: TextScanner, lines: LineLocator, rules: Rules, label: str | None,
-                    found: list[Harmless], limit: int) -> set[int]:
+                    found: list[Harmless], start: int, limit: int) -> set[int]:
     """Start offsets of lines that only a known-harmless message explains; they are never evidence."""
     skip: set[int] = set()
     for rule in rules.harmless:
-        for _, hits, _ in signature_hits(scanner, [rule.signature], per_signature=MAX_HARMLESS, end=limit):
+        for _, hits, _ in signature_hits(scanner, [rule.signature], per_signature=MAX_HARMLESS, start=start, end=limit):
             for hit in hits:
                 skip.add(lines.line_start(hit.offset))
                 if len(found) < MAX_HARMLESS and not any(h.id == rule.id and h.source == label for h in found):

@@ -64,15 +64,17 @@ MAX_COUNTED_LINES = 1000  # a signal that matched this many lines is reported as
 
 
 def signature_hits(scanner: TextScanner, signatures: list[Signature], *, per_signature: int = 3,
-                   end: int | None = None) -> Iterator[tuple[Signature, list[Hit], int]]:
+                   start: int = 0, end: int | None = None) -> Iterator[tuple[Signature, list[Hit], int]]:
     """For each signature present: its first few hits and the number of lines it matched (capped), counting
-    only lines that start before `end` (a window's own part when the text carries a look-ahead)."""
+    only matches from `start` to `end` (a window's own part, when the text carries context around it)."""
     for sig in signatures:
         if not scanner.can_match(sig.prefilter, sig.ignorecase):
             continue
         hits: list[Hit] = []
         total = 0
         for match in scanner.matches(sig.regex, sig.literals, sig.ignorecase):
+            if match.start() < start:
+                continue
             if end is not None and match.start() >= end:
                 break
             total += 1

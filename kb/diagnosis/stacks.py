@@ -213,3 +213,28 @@ def _rank_nearby(text: str, start: int) -> int | None:
     window = text[window_start:start][-300:]
     mentions = _RANK_MENTION.findall(window)
     return int(mentions[-1]) if mentions else None
+
+
+_C10D_FRAME = re.compile(r"(?:^|/)torch/distributed/distributed_c10d\.py:(\w+)$")
+# The collectives a process can wait in; wrappers that call another of the same kind count as the one they wrap.
+_COLLECTIVES = {
+    "all_reduce": "all_reduce", "all_reduce_coalesced": "all_reduce", "broadcast": "broadcast",
+    "broadcast_object_list": "broadcast", "all_gather": "all_gather", "all_gather_object": "all_gather",
+    "all_gather_into_tensor": "all_gather_into_tensor", "_all_gather_base": "all_gather_into_tensor",
+    "reduce_scatter": "reduce_scatter", "reduce_scatter_tensor": "reduce_scatter_tensor",
+    "_reduce_scatter_base": "reduce_scatter_tensor", "reduce": "reduce", "gather": "gather", "gather_object": "gather",
+    "scatter": "scatter", "scatter_object_list": "scatter", "all_to_all": "all_to_all",
+    "all_to_all_single": "all_to_all_single", "barrier": "barrier", "monitored_barrier": "monitored_barrier",
+    "send": "send", "recv": "recv", "isend": "send", "irecv": "recv", "batch_isend_irecv": "batch_isend_irecv",
+}
+
+
+def stack_collectives(stacks: list[Stack]) -> list[str]:
+    """The torch.distributed collectives the given stacks sit in. One process waits in one collective, so two
+    different ones among a job's waiting stacks mean the ranks took different code paths (a desync), even
+    when older releases interleave the ranks' tracebacks line by line."""
+    found: set[str] = set()
+    for stack in stacks:
+        found |= {_COLLECTIVES[m.group(1)] for frame in stack.frames
+                  for m in [_C10D_FRAME.search(frame)] if m and m.group(1) in _COLLECTIVES}
+    return sorted(found)

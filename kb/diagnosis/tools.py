@@ -35,8 +35,13 @@ _TOPO_CELL = re.compile(r"\b(NV\d{1,2}|PIX|PXB|PHB|NODE|SYS)\b")
 _IB_STATE = re.compile(r"\bstate:\s{1,20}(PORT_[A-Z_]{2,20})")
 _IB_LINK = re.compile(r"\blink_layer:\s{1,20}(InfiniBand|Ethernet)")
 
+# ls -la: "-rw-r--r-- 1 user user    0 Nov 21 04:42 lock" beside the build's sources.
+_LS_ENTRY = re.compile(r"^[-dl][-rwxsStT]{9}[.+@]?\s+\d+\s+\S+\s+\S+\s+(\d+)\s+([A-Z][a-z]{2})\s+(\d{1,2})\s+"
+                       r"(\d{1,2}:\d\d|\d{4})\s+(\S[^\n]{0,200})$", re.MULTILINE)
+_MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"))}
+
 LITERALS = (NCCL_TESTS_HEADER, NCCL_TESTS_TABLE, NCCL_TESTS_DONE, P2P_PEER, P2P_VERIFY_FAILED, P2P_PASSED,
-            "/dev/shm", TOPO_HEADER, "link_layer:", "PORT_")
+            "/dev/shm", TOPO_HEADER, "link_layer:", "PORT_", " lock\n")
 
 
 def tool_facts(scanner: TextScanner) -> dict[str, Any]:
@@ -68,7 +73,36 @@ def tool_facts(scanner: TextScanner) -> dict[str, Any]:
     layers = {m.group(1) for s, e in scanner.lines_with("link_layer:") for m in [_IB_LINK.search(text, s, e)] if m}
     if layers:
         facts["link_layer"] = sorted(layers)
+    lock = _build_lock(scanner)
+    if lock:
+        facts["build_lock"] = lock
     return facts
+
+
+def _build_lock(scanner: TextScanner) -> str | None:
+    """A zero-byte `lock` in a pasted `ls -la` of a build directory: "stale" when it is older than every other
+    file listed with it (left by an earlier, killed build), "fresh" when it is as new as the sources."""
+    text = scanner.text
+    for start, end in scanner.lines_with(" lock\n"):
+        entry = _LS_ENTRY.match(text, start, end + 1)
+        if not entry or entry.group(5).strip() != "lock" or entry.group(1) != "0":
+            continue
+        block_start = text.rfind("\n$ ", 0, start)
+        block_start = 0 if block_start == -1 else block_start
+        others = [m for m in _LS_ENTRY.finditer(text, block_start, min(len(text), end + 4000))
+                  if m.group(5).strip() not in ("lock", ".", "..")]
+        if not others:
+            return "fresh"
+        lock_time = _ls_time(entry)
+        return "stale" if all(lock_time < _ls_time(m) for m in others) else "fresh"
+    return None
+
+
+def _ls_time(entry: re.Match) -> tuple[int, int, int]:
+    """(month, day, minutes) of an ls date; a year instead of a time sorts as the start of that day."""
+    clock = entry.group(4)
+    minutes = int(clock[:-3]) * 60 + int(clock[-2:]) if ":" in clock else -1
+    return _MONTHS.get(entry.group(2), 0), int(entry.group(3)), minutes
 
 
 def _present(scanner: TextScanner, literal: str) -> bool:

@@ -70,6 +70,7 @@ def failure_text(failure: Failure) -> str:
         "cuda-error": "hit a CUDA error",
         "ecc-error": "hit an uncorrectable GPU memory (ECC) error",
         "exception": f"raised an exception ({failure.text[:120]})",
+        "exit": f"exited with an error ({failure.text[:120]})",
     }.get(failure.kind, "failed")
     when = f" at {failure.time}" if failure.time else ""
     return f"{who} {what}{when} (line {failure.line})"
