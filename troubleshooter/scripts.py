@@ -3,7 +3,10 @@
 `fix.sh --check` runs the read-only checks (a missing tool is reported, never fatal);
 `fix.sh <launch command...>` applies the settings in the form the launcher needs (exported for
 torchrun, accelerate, deepspeed and srun; `-x NAME` plus interface pinning inserted into an
-Open MPI `mpirun` line), prints what must change in code or flags, then runs the command.
+Open MPI `mpirun` line), prints what must change in code or flags, then runs the command. A
+fix with no setting says so and runs the command unchanged. A variable that PyTorch renamed
+(variables.Variable.renamed) is exported under the name the installed release reads, decided at
+run time; when the release cannot be read, neither name is set and the script says so.
 User values reach the script only through rules (engine) and shlex quoting (here).
 """
 from __future__ import annotations
@@ -53,6 +56,25 @@ class _Export:
     why: str
     reader: str
     debug_only: bool
+    renamed: tuple[str, str] | None = None  # (release, newer name) chosen at run time
+
+    @property
+    def shown(self) -> str:
+        """The setting as the user reads it; both names for a renamed variable."""
+        if self.renamed:
+            release, newer = self.renamed
+            return f"{newer}={self.value} (PyTorch {release} and newer; {self.name}={self.value} before)"
+        return f"{self.name}={self.value}"
+
+
+def script_sets_anything(step: Step, parts: Mapping[str, Part]) -> bool:
+    """Whether the leaf's script changes how the command runs (exports, Open MPI flags): the page text says so."""
+    return _sets_anything([parts[part_id] for part_id in step.leaf.script], step.roles)
+
+
+def _sets_anything(parts: list[Part], roles: dict[str, str]) -> bool:
+    pins_mpi = roles.get("launcher") == "mpirun" and any(p.mpi_interface for p in parts)
+    return bool(_exports(parts, roles)) or pins_mpi
 
 
 def script_render(step: Step, parts: Mapping[str, Part], source: ScriptSource) -> str:
@@ -66,18 +88,18 @@ def script_render(step: Step, parts: Mapping[str, Part], source: ScriptSource) -
     mpi_iface = next((roles[p.mpi_interface] for p in chosen if p.mpi_interface and launcher == "mpirun"), None)
     instructions = [_fill_text(i.text, roles) for p in chosen for i in p.instructions if _applies(i.only, roles)]
     instructions += _launcher_notes(launcher, exports)
-    lines = _header(step, source)
+    lines = _header(step, source, bool(exports or mpi_iface))
     lines += _helpers()
     lines += _checks_function(chosen, roles)
     lines += _settings_function(chosen, roles, exports)
     lines += _actions_function(chosen, roles)
     lines += _instructions_function(instructions, exports)
     lines += _launch_function(launcher, exports, mpi_iface)
-    lines += _main(step.leaf.title)
+    lines += _main(step.leaf.title, bool(exports or mpi_iface))
     return "\n".join(lines) + "\n"
 
 
-def _header(step: Step, source: ScriptSource) -> list[str]:
+def _header(step: Step, source: ScriptSource, sets_anything: bool) -> list[str]:
     launcher = step.roles["launcher"]
     lines = ["#!/usr/bin/env bash", f"# fix.sh: {_comment(step.leaf.title)}", "#",
              f"# Case:      {_comment(source.case_url)}"]
@@ -87,7 +109,9 @@ def _header(step: Step, source: ScriptSource) -> list[str]:
     lines += [f"#   {_comment(a.question.text)} -> {_comment(a.label)}" for a in step.path]
     lines += ["#", "# Usage:",
               "#   ./fix.sh --check              read-only checks on this node; changes nothing",
-              "#   ./fix.sh LAUNCH COMMAND...    apply the settings below, print what else to change, run the command",
+              ("#   ./fix.sh LAUNCH COMMAND...    apply the settings below, print what else to change, run the command"
+               if sets_anything else
+               "#   ./fix.sh LAUNCH COMMAND...    this fix sets nothing: print what to change, then run the command as it is"),
               f"#   for example: ./fix.sh {_comment(EXAMPLE_COMMANDS[launcher])}",
               "set -euo pipefail", ""]
     return lines
@@ -109,6 +133,26 @@ def _helpers() -> list[str]:
         "}",
         "failed() { say \"   (exited with status $1)\"; }",
         "",
+        "# The installed PyTorch release as MAJOR.MINOR, empty when python or torch is missing; never fails.",
+        "torch_release() {",
+        "  local py",
+        "  py=$(command -v python || command -v python3 || true)",
+        "  if [ -n \"$py\" ]; then",
+        "    \"$py\" -c 'import torch; print(\".\".join(torch.__version__.split(\".\")[:2]))' 2>/dev/null || true",
+        "  fi",
+        "}",
+        "",
+        "# True when release $1 (MAJOR.MINOR) is $2 (MAJOR.MINOR) or newer; false when $1 is empty or odd.",
+        "release_at_least() {",
+        "  case \"$1\" in",
+        "    [0-9]*.[0-9]*) ;;",
+        "    *) return 1 ;;",
+        "  esac",
+        "  local major=${1%%.*} minor=${1#*.} want_major=${2%%.*} want_minor=${2#*.}",
+        "  minor=${minor%%[!0-9]*}",
+        "  [ \"$major\" -gt \"$want_major\" ] || { [ \"$major\" -eq \"$want_major\" ] && [ \"${minor:-0}\" -ge \"$want_minor\" ]; }",
+        "}",
+        "",
     ]
 
 
@@ -126,21 +170,38 @@ def _checks_function(parts: list[Part], roles: dict[str, str]) -> list[str]:
             lines.append("    } || failed \"$?\"")
             lines.append("  fi")
     lines += ["  say '' 'Settings that ./fix.sh LAUNCH COMMAND... would apply:'", "  show_settings",
-              "  say '' 'Nothing was changed. To apply the fix, run: ./fix.sh <your launch command>'", "}", ""]
+              "  say '' 'Nothing was changed. To apply the fix, run: ./fix.sh <your launch command>'" if _sets_anything(parts, roles)
+              else "  say '' 'Nothing was changed. ./fix.sh <your launch command> prints the changes to make, then runs it as it is.'",
+              "}", ""]
     return lines
 
 
 def _settings_function(parts: list[Part], roles: dict[str, str], exports: list[_Export]) -> list[str]:
     lines = ["# The settings, exported so the launcher and every rank it starts inherit them.", "settings() {"]
+    if any(e.renamed for e in exports):
+        lines += ["  local torch_rel", "  torch_rel=$(torch_release)"]
     for export in exports:
         lines.append(f"  # {_comment(export.reader)}: {_comment(export.why)}")
         if export.debug_only:
             lines.append("  # NCCL classes this as a debugging variable: use it to test or unblock, do not keep it in job scripts.")
-        lines.append(f"  export {export.name}={_sh_word(export.value)}")
+        if export.renamed:
+            release, newer = export.renamed
+            missing = (f"could not read the PyTorch version with python here: {newer} (PyTorch {release}+) / "
+                       f"{export.name} (older) not set; export the one your release reads")
+            lines += ["  if [ -z \"$torch_rel\" ]; then",
+                      f"    note {_sh_word(missing)}",
+                      f"  elif release_at_least \"$torch_rel\" {release}; then",
+                      f"    export {newer}={_sh_word(export.value)}",
+                      "  else",
+                      f"    export {export.name}={_sh_word(export.value)}",
+                      "  fi"]
+        else:
+            lines.append(f"  export {export.name}={_sh_word(export.value)}")
     if not exports:
-        lines.append("  : # this fix changes no environment variable; see the instructions it prints")
+        lines.append("  : # this fix sets no environment variable: it prints what to change and runs your command as it is")
     lines += ["}", "", "show_settings() {"]
-    lines += [f"  say {_sh_word('  ' + e.name + '=' + e.value)}" for e in exports] or ["  say '  (none)'"]
+    lines += [f"  say {_sh_word('  ' + e.shown)}" for e in exports] or \
+        ["  say '  (none: this fix sets no environment variable; it prints what to change and runs your command as it is)'"]
     lines += ["}", ""]
     return lines
 
@@ -164,12 +225,12 @@ def _instructions_function(instructions: list[str], exports: list[_Export]) -> l
     lines = ["# What this wrapper cannot change for you: flags, code and the platform.", "instructions() {"]
     if exports:
         lines.append("  note 'exported for this run:'")
-        lines += [f"  note {_sh_word('  ' + e.name + '=' + e.value)}" for e in exports]
+        lines += [f"  note {_sh_word('  ' + e.shown)}" for e in exports]
+    else:
+        lines.append("  note 'this fix sets no environment variable; your command runs as it is.'")
     if instructions:
         lines.append("  note 'also change, outside this wrapper:'")
         lines += [f"  note {_sh_word('  - ' + text)}" for text in instructions]
-    if not exports and not instructions:
-        lines.append("  :")
     lines += ["}", ""]
     return lines
 
@@ -177,7 +238,8 @@ def _instructions_function(instructions: list[str], exports: list[_Export]) -> l
 def _launch_function(launcher: str, exports: list[_Export], mpi_iface: str | None) -> list[str]:
     if launcher != "mpirun" or not (exports or mpi_iface):
         return ["launch() {", "  note \"running: $*\"", "  exec \"$@\"", "}", ""]
-    exported = [token for e in exports for token in ("-x", e.name)]
+    exported = [token for e in exports if not e.renamed for token in ("-x", e.name)]
+    renamed = [name for e in exports if e.renamed for name in (e.renamed[1], e.name)]
     ompi4 = list(exported)
     ompi5 = list(exported)
     if mpi_iface:
@@ -185,6 +247,13 @@ def _launch_function(launcher: str, exports: list[_Export], mpi_iface: str | Non
         ompi4 += ["--mca", "btl_tcp_if_include", iface, "--mca", "oob_tcp_if_include", iface]
         ompi5 += ["--mca", "btl_tcp_if_include", iface, "--prtemca", "oob_tcp_if_include", iface]
     shown = " ".join(ompi4)
+    # A renamed variable is forwarded under whichever of its names settings() exported.
+    forward = ["  local name", f"  for name in {' '.join(renamed)}; do",
+               "    if [ -n \"${!name+x}\" ]; then",
+               "      flags+=(-x \"$name\")",
+               "    fi",
+               "  done"] if renamed else []
+    wrapped_note = ["      note \"  and -x for whichever of these is set: " + " ".join(renamed) + "\""] if renamed else []
     return [
         "# Open MPI does not pass the environment to remote ranks by itself: insert -x for every setting,",
         "# and pin both of its TCP channels (the runtime's out-of-band one and the MPI data one).",
@@ -195,6 +264,7 @@ def _launch_function(launcher: str, exports: list[_Export], mpi_iface: str | Non
         "    *)",
         "      note \"this wrapper was made for mpirun; add these options to the mpirun line that $1 runs:\"",
         f"      note {_sh_word('  ' + shown)}",
+        *wrapped_note,
         "      note \"running: $*\"",
         "      exec \"$@\"",
         "      ;;",
@@ -216,6 +286,7 @@ def _launch_function(launcher: str, exports: list[_Export], mpi_iface: str | Non
         "      exec \"$@\"",
         "      ;;",
         "  esac",
+        *forward,
         "  local program=$1",
         "  shift",
         "  note \"running: $program ${flags[*]} $*\"",
@@ -225,12 +296,15 @@ def _launch_function(launcher: str, exports: list[_Export], mpi_iface: str | Non
     ]
 
 
-def _main(title: str) -> list[str]:
+def _main(title: str, sets_anything: bool) -> list[str]:
+    run_line = ("  say '       ./fix.sh LAUNCH COMMAND...   apply the settings, print what else to change, run the command'"
+                if sets_anything else
+                "  say '       ./fix.sh LAUNCH COMMAND...   sets nothing: print what to change, run the command as it is'")
     return [
         "usage() {",
         f"  say {_sh_word('fix.sh: ' + _comment(title))}",
         "  say 'usage: ./fix.sh --check             read-only checks; changes nothing'",
-        "  say '       ./fix.sh LAUNCH COMMAND...   apply the settings, print what else to change, run the command'",
+        run_line,
         "}",
         "",
         "case \"${1:-}\" in",
@@ -264,7 +338,7 @@ def _exports(parts: list[Part], roles: dict[str, str]) -> list[_Export]:
             value = _fill_text(setting.value, roles)
             if name in exports and exports[name].value != value:
                 raise ScriptError(f"{name} is set to both {exports[name].value!r} and {value!r}")
-            exports.setdefault(name, _Export(name, value, setting.why, variable.reader, variable.debug_only))
+            exports.setdefault(name, _Export(name, value, setting.why, variable.reader, variable.debug_only, variable.renamed))
     return list(exports.values())
 
 
@@ -276,7 +350,7 @@ def _launcher_notes(launcher: str, exports: list[_Export]) -> list[str]:
         note = ("deepspeed passes this environment to the ranks on this node. On several nodes its launcher forwards only "
                 "variables whose names start with NCCL, UCX, PYTHON, MV2 or MLFLOW")
         if held_back:
-            lines = ", ".join(f"{e.name}={e.value}" for e in held_back)
+            lines = ", ".join(e.shown for e in held_back)
             return [f"{note}; put these lines into .deepspeed_env in the launch directory or your home: {lines}"]
         return [note + "; all the settings above qualify."]
     return [LAUNCHER_NOTES[launcher]] if launcher in LAUNCHER_NOTES else []

@@ -17,14 +17,21 @@ class Variable:
     before_2_2: str | None = None
     needs: dict[str, frozenset[str]] = field(default_factory=dict)  # role -> values it may be emitted under
     debug_only: bool = False  # NCCL's "debugging" class: for a test run, not to keep in job scripts
+    # (release, name): from this PyTorch release (MAJOR.MINOR) the primary name is another one. The script
+    # reads the installed release at run time and exports the name that release reads; see scripts.py.
+    renamed: tuple[str, str] | None = None
 
 
 def _var(name: str, reader: str, *, before_2_2: str | None = None, debug_only: bool = False,
-         **needs: tuple[str, ...]) -> Variable:
-    return Variable(name, reader, before_2_2, {role: frozenset(values) for role, values in needs.items()}, debug_only)
+         renamed: tuple[str, str] | None = None, **needs: tuple[str, ...]) -> Variable:
+    return Variable(name, reader, before_2_2, {role: frozenset(values) for role, values in needs.items()}, debug_only,
+                    renamed)
 
 
 _FLIGHT_RECORDER = {"torch": ("ge-2.5",)}
+# PyTorch 2.8 renamed three Flight Recorder knobs to TORCH_FR_* (strings of the 2.7.1 and 2.8.0 wheels'
+# libtorch_cuda.so / libtorch_cpu.so); the old names still work there with a one-time deprecation warning.
+# TORCH_NCCL_DUMP_ON_TIMEOUT kept its name.
 
 VARIABLES: dict[str, Variable] = {v.name: v for v in (
     # NCCL itself
@@ -42,10 +49,13 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
     _var("TORCH_NCCL_ASYNC_ERROR_HANDLING", "PyTorch", before_2_2="NCCL_ASYNC_ERROR_HANDLING"),
     _var("TORCH_NCCL_BLOCKING_WAIT", "PyTorch", before_2_2="NCCL_BLOCKING_WAIT"),
     _var("TORCH_NCCL_DESYNC_DEBUG", "PyTorch", before_2_2="NCCL_DESYNC_DEBUG"),
-    _var("TORCH_NCCL_TRACE_BUFFER_SIZE", "PyTorch Flight Recorder", **_FLIGHT_RECORDER),
+    _var("TORCH_NCCL_TRACE_BUFFER_SIZE", "PyTorch Flight Recorder", renamed=("2.8", "TORCH_FR_BUFFER_SIZE"),
+         **_FLIGHT_RECORDER),
     _var("TORCH_NCCL_DUMP_ON_TIMEOUT", "PyTorch Flight Recorder", **_FLIGHT_RECORDER),
-    _var("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "PyTorch Flight Recorder", **_FLIGHT_RECORDER),
-    _var("TORCH_NCCL_TRACE_CPP_STACK", "PyTorch Flight Recorder", **_FLIGHT_RECORDER),
+    _var("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "PyTorch Flight Recorder", renamed=("2.8", "TORCH_FR_DUMP_TEMP_FILE"),
+         **_FLIGHT_RECORDER),
+    _var("TORCH_NCCL_TRACE_CPP_STACK", "PyTorch Flight Recorder", renamed=("2.8", "TORCH_FR_CPP_STACK"),
+         **_FLIGHT_RECORDER),
     _var("TORCH_NCCL_ENABLE_TIMING", "PyTorch Flight Recorder", **_FLIGHT_RECORDER),
     _var("TORCH_DISTRIBUTED_DEBUG", "PyTorch"),
     _var("TORCH_CPP_LOG_LEVEL", "PyTorch"),
@@ -57,7 +67,9 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
     _var("MAX_JOBS", "torch.utils.cpp_extension (ninja -j)"),
     # CUDA, TransformerEngine, UCX, DeepSpeed, Hugging Face
     _var("CUDA_DEVICE_MAX_CONNECTIONS", "CUDA runtime (required by Megatron-LM TP/SP)"),
-    _var("NVTE_UB_SOCKET_IFNAME", "TransformerEngine userbuffers"),
+    # Read by initialize_ub() only in TransformerEngine 1.9 to 2.1: 2.2 (commit f8eddcf) groups ranks by
+    # world_rank // tp_size and never reads it (audit #13); hence the te_ub condition.
+    _var("NVTE_UB_SOCKET_IFNAME", "TransformerEngine 1.9-2.1 userbuffers", te_ub=("1.9-2.1",)),
     _var("UB_SKIPMC", "TransformerEngine userbuffers"),
     _var("UCX_NET_DEVICES", "UCX (Open MPI's UCX PML)"),
     _var("DEEPSPEED_TIMEOUT", "deepspeed.init_distributed (minutes)", framework=("deepspeed",)),
@@ -74,3 +86,8 @@ def variable_name(variable: Variable, torch: str | None) -> str:
     if torch == "lt-2.2" and variable.before_2_2:
         return variable.before_2_2
     return variable.name
+
+
+def renamed_names() -> set[str]:
+    """The newer names of version-renamed variables (TORCH_FR_*), which scripts may export too."""
+    return {v.renamed[1] for v in VARIABLES.values() if v.renamed}

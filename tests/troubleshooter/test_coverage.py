@@ -11,6 +11,7 @@ REQUIRED_CASES = [
     "nccl-socket-ifname-wrong-interface", "docker-shm-too-small", "pcie-p2p-acs-hang", "infiniband-roce-misconfig",
     "collective-mismatch-desync", "rendezvous-store-timeout", "rank0-long-preprocessing-barrier-timeout",
     "torch-extensions-stale-lock", "nccl-watchdog-timeout-triage",
+    "host-oom-kill", "duplicate-gpu-rank-mapping", "gpu-hardware-fault", "checkpoint-save-timeout", "checkpoint-rename-race",
 ]
 
 

@@ -14,12 +14,12 @@ import pytest
 from tests.troubleshooter.conftest import SHELLCHECK
 from troubleshooter.engine import tree_step
 from troubleshooter.scripts import ScriptSource, script_render
-from troubleshooter.variables import VARIABLES
+from troubleshooter.variables import VARIABLES, renamed_names
 
 SOURCE = ScriptSource(case_url="https://kb.example/kb/some-case/", fix_step_urls=("https://kb.example/kb/some-case/#fix-1",),
                       wizard_url="https://kb.example/troubleshoot/hang/?when=init", revision="0123456789ab")
 EXPORT_RE = re.compile(r"^\s*export ([A-Z_][A-Z0-9_]*)=", re.M)
-REAL_NAMES = set(VARIABLES) | {v.before_2_2 for v in VARIABLES.values() if v.before_2_2}
+REAL_NAMES = set(VARIABLES) | {v.before_2_2 for v in VARIABLES.values() if v.before_2_2} | renamed_names()
 
 
 def render(library, answers: dict[str, str], tree_id: str = "hang") -> str:
@@ -246,14 +246,15 @@ def _fake_mpirun(folder: Path, version_line: str) -> Path:
 ])
 def test_the_mpirun_wrapper_inserts_exports_and_interface_flags(library, tmp_path, version_line, oob):
     script = tmp_path / "fix.sh"
-    script.write_text(render(library, _state(when="init", init_log="userbuffers", te_version="lt-1.9", launcher="mpirun", iface="ens1f0")))
+    script.write_text(render(library, _state(when="init", init_log="userbuffers", te_version="lt-1.9", te_launcher="mpirun", iface="ens1f0")))
     fake = _fake_mpirun(tmp_path / "bin", version_line)
     result = _run(script, str(fake), "-np", "16", "python", "pretrain_gpt.py", "--tp-comm-overlap")
     assert result.returncode == 0, result.stderr
     argv = result.stdout.splitlines()
     assert argv[-4:] == ["-np", "16", "python", "pretrain_gpt.py", "--tp-comm-overlap"][-4:]
-    for name in ("CUDA_DEVICE_MAX_CONNECTIONS", "NVTE_UB_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "UCX_NET_DEVICES"):
+    for name in ("CUDA_DEVICE_MAX_CONNECTIONS", "NCCL_SOCKET_IFNAME", "UCX_NET_DEVICES"):
         assert argv[argv.index(name) - 1] == "-x"
+    assert "NVTE_UB_SOCKET_IFNAME" not in argv  # TransformerEngine below 1.9 does not read it
     assert ["--mca", "btl_tcp_if_include", "ens1f0"] == argv[argv.index("btl_tcp_if_include") - 1: argv.index("btl_tcp_if_include") + 2]
     start = argv.index("oob_tcp_if_include") - 1
     assert argv[start: start + 3] == oob
@@ -277,7 +278,8 @@ def test_the_mpirun_wrapper_prints_the_flags_for_a_wrapped_mpirun(library, tmp_p
     assert "add these options to the mpirun line" in result.stderr and "--mca btl_tcp_if_include eth0" in result.stderr
 
 
-def test_a_stale_extension_lock_is_removed_only_when_no_compiler_runs(library, tmp_path):
+def test_a_build_lock_is_reported_and_never_removed(library, tmp_path):
+    """Audit #3/#4: deleting locks races builds on a shared tree and is pointless from PyTorch 2.14."""
     home = tmp_path / "home"
     lock = home / ".cache" / "torch_extensions" / "py311_cu121" / "fused_adam" / "lock"
     lock.parent.mkdir(parents=True)
@@ -288,4 +290,71 @@ def test_a_stale_extension_lock_is_removed_only_when_no_compiler_runs(library, t
     assert str(lock) in checked.stdout and lock.exists()
     result = _run(script, "true", env={"HOME": str(home)})
     assert result.returncode == 0, result.stderr
-    assert not lock.exists() and "removing stale build lock" in result.stderr
+    assert lock.exists() and "never removes build locks" in result.stderr
+    assert "rm -f" not in script.read_text().split("instructions() {")[0]
+
+
+def test_te_below_1_9_without_mpirun_gets_no_open_mpi_advice(library):
+    for launcher in ("torchrun", "accelerate", "deepspeed", "srun"):
+        text = render(library, _state(when="init", init_log="userbuffers", te_version="lt-1.9", te_launcher=launcher))
+        assert "--mca" not in text and "OMPI_MCA" not in text and "mpirun --version" not in text, launcher
+        assert "1.9 or newer" in text
+
+
+def test_nvte_ub_socket_ifname_only_for_te_1_9_to_2_1(library):
+    base = _state(when="init", init_log="userbuffers", te_version="ge-1.9", launcher="torchrun", iface="eth0")
+    assert "export NVTE_UB_SOCKET_IFNAME=eth0" in render(library, {**base, "te-release": "1.9-2.1"})
+    newer = render(library, {**base, "te-release": "ge-2.2"})
+    assert "NVTE_UB_SOCKET_IFNAME=" not in newer and "contiguous" in newer
+
+
+def test_the_megatron_slow_build_is_not_slowed_down(library):
+    text = render(library, _state(when="compile", compile_what="megatron", megatron_state="compiling", launcher="torchrun",
+                                  megatron_dir="/workspace/Megatron-LM", minutes="60"))
+    assert "export MAX_JOBS" not in text and "--distributed-timeout-minutes 60" in text
+
+
+def test_a_fix_without_settings_says_so(library, tmp_path):
+    script = tmp_path / "fix.sh"
+    script.write_text(render(library, _state(when="launch", launch_log="store", launcher="torchrun", master_addr="10.0.0.5",
+                                             master_port="29500")))
+    text = script.read_text()
+    assert "export " not in text.split("settings() {")[1].split("}")[0]
+    assert "this fix sets nothing" in text
+    result = _run(script, "true")
+    assert result.returncode == 0 and "sets no environment variable" in result.stderr
+
+
+def test_check_mode_does_not_resolve_an_ip_address_or_print_raw_errors(library, tmp_path):
+    script = tmp_path / "fix.sh"
+    script.write_text(render(library, _state(when="launch", launch_log="store", launcher="torchrun", master_addr="10.0.0.5",
+                                             master_port="29500")))
+    result = _run(script, "--check")
+    assert "does not resolve" not in result.stdout and "nothing to resolve" in result.stdout
+    script.write_text(render(library, _state(when="compile", compile_what="megatron", megatron_state="waiting", launcher="torchrun",
+                                             megatron_dir="/nonexistent/Megatron-LM")))
+    result = _run(script, "--check", env={"PATH": os.environ["PATH"]})
+    assert "No such file or directory" not in result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    assert "no megatron/ directory" in result.stdout
+
+
+def test_flight_recorder_names_follow_the_installed_pytorch(library, tmp_path):
+    script = tmp_path / "fix.sh"
+    script.write_text(render(library, _state(when="training", train_log="mixed", launcher="torchrun", torch="ge-2.5",
+                                             dump_dir=str(tmp_path / "fr"))))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    bash = subprocess.run(["bash", "-c", "command -v bash"], capture_output=True, text=True).stdout.strip()
+    # The fake python stands for `python -c 'import torch; print(MAJOR.MINOR)'` of the installed release.
+    for release, expected, absent in (("2.8", "TORCH_FR_BUFFER_SIZE=2000", "TORCH_NCCL_TRACE_BUFFER_SIZE="),
+                                      ("2.10", "TORCH_FR_BUFFER_SIZE=2000", "TORCH_NCCL_TRACE_BUFFER_SIZE="),
+                                      ("2.6", "TORCH_NCCL_TRACE_BUFFER_SIZE=2000", "TORCH_FR_BUFFER_SIZE=")):
+        fake = bin_dir / "python"
+        fake.write_text(f"#!{bash}\necho {release}\n")
+        fake.chmod(0o755)
+        result = _run(script, "env", env={"PATH": f"{bin_dir}:{os.environ['PATH']}"})
+        assert result.returncode == 0, result.stderr
+        lines = result.stdout.splitlines()
+        assert expected in lines and not any(line.startswith(absent) for line in lines), (release, result.stderr)
+        assert "TORCH_NCCL_DUMP_ON_TIMEOUT=1" in lines

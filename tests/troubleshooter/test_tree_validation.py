@@ -177,7 +177,7 @@ def test_a_flight_recorder_variable_without_the_pytorch_condition_is_refused(con
 
 def test_a_placeholder_inside_quotes_is_refused(content_copy):
     path = content_copy / "scripts" / "network.yaml"
-    path.write_text(path.read_text().replace("run: ip -br addr show dev @iface@", "run: ip -br addr show dev \"@iface@\""))
+    path.write_text(path.read_text().replace("ip -br addr show dev @iface@", "ip -br addr show dev \"@iface@\""))
     assert any("write @iface@ bare" in m for _, m in _messages(_check(content_copy), "network.yaml"))
 
 

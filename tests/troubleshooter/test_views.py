@@ -160,6 +160,14 @@ def test_the_leaf_page_shows_the_highlighted_script_a_copy_button_and_a_download
     assert download.get("href") == "/troubleshoot/hang/fix.sh?" + urlencode(sorted(IFNAME.items()))
 
 
+def test_the_leaf_page_says_whether_the_script_applies_settings(client):
+    """Issue 11: a leaf whose script exports nothing must not claim to apply settings."""
+    assert "applies the settings" in client.get(url(IFNAME)).content.decode()
+    store = {"when": "launch", "launch-log": "store", "launcher": "torchrun", "master-addr": "10.0.0.5", "master-port": "29500"}
+    content = client.get(url(store)).content.decode()
+    assert "applies the settings" not in content and "sets no environment variable" in content
+
+
 def test_the_download_is_the_script_shown_on_the_page(client):
     page = client.get(url(IFNAME)).content.decode()
     response = client.get("/troubleshoot/hang/fix.sh?" + urlencode(sorted(IFNAME.items())))
