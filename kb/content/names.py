@@ -177,6 +177,10 @@ class ShellLines:
                 continue
             if ch == "#" and (i == 0 or line[i - 1] in " \t"):
                 break
+            if line.startswith("${", i):  # a parameter expansion: ${x:-(default)} starts no command
+                close = line.find("}", i)
+                i = n if close == -1 else close + 1
+                continue
             if ch in "'\"":
                 self.quote = ch
             elif ch in ";|&(`)":
@@ -199,6 +203,10 @@ def _first_command(segment: str) -> str:
                     while k < len(words) and quote not in words[k]:
                         k += 1
                     k += 1
+            if word.count("{") > word.count("}"):  # ${x:-a default with spaces}: skip to its closing brace
+                while k < len(words) and "}" not in words[k]:
+                    k += 1
+                k += 1
             continue
         if word in COMMAND_WRAPPERS:
             k += 1

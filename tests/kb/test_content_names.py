@@ -141,3 +141,8 @@ def test_extractor_is_linear_on_a_long_hostile_line():
     line = "NCCL_" * 20000 + "-" * 20000 + "`" + "--a" * 20000
     found = markdown_names(line, "x.md") + yaml_names(line, "x.yaml", script=True)
     assert all(o.line == 1 for o in found)
+
+
+def test_a_parameter_default_with_spaces_starts_no_command():
+    from kb.content.names import command_names
+    assert command_names("ranks=${ranks:-(no RANK set)}") == [] and command_names("x=${a:-b} ls -la") == ["ls"]
