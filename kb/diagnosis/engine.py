@@ -141,12 +141,15 @@ def job_diagnose(readings: list[FileReading], rules: Rules, *, top: int = 5, sta
             failures.append(reading.failure)
         harmless += [h for h in reading.harmless if len(harmless) < MAX_HARMLESS]
 
-    facts.update(rank_facts(all_ranks))
+    job_rank_facts = rank_facts(all_ranks)
+    facts.update(job_rank_facts)
     if recorder is not None:
         facts.update(recorder.facts)
     failure = _earliest(failures)
     verdict = rank_verdict(all_ranks, facts.get("world_size"), failure if all_ranks else None)
     facts.update(verdict_facts(verdict))
+    if job_rank_facts.get("ranks_disagree"):
+        facts["ranks_disagree"] = True
     if all_stacks:
         facts["stack_frames"] = sorted({s.frames[0] for s, _ in all_stacks})[:50]
         collectives = stack_collectives([s for s, _ in all_stacks if not failure_exception(s)])

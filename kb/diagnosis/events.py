@@ -35,6 +35,8 @@ FAILURE_RULES = (
     _rule("oom-kill", r"\boom-kill:constraint=|\boom_reaper: reaped process \d+"),
     _rule("sigkill", r"Signal 9 \(SIGKILL\) received by PID \d+"),
     _rule("sigkill", r"died with <Signals\.SIGKILL: 9>|exited with code 137\b|exit code: 137\b"),
+    # torch elastic's agent (api.py) and DeepSpeed's launcher (launch.py sigkill_handler) on a worker killed by SIGKILL
+    _rule("sigkill", r"failed \(exitcode: -9\) local_rank: \d+|exits with return code = -9\b"),
     _rule("ecc-error", r"uncorrectable ECC error encountered"),
     _rule("ecc-error", r"NVRM: Xid \([^)\n]{0,80}\): (?:48|63|64|92|94|95),"),
     _rule("cuda-error", r"NVRM: Xid \([^)\n]{0,80}\): (?:74|79),|GPU has fallen off the bus"),

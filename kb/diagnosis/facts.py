@@ -104,7 +104,9 @@ STAGES = _table((
     ("userbuffers setup", r"\[UB\]|UB_TIMEOUT is set|\[UBP2P\]"),
     ("training", r"\*\*\*\*\* Running training \*\*\*\*\*| iteration +\d+/ *\d+ \||\{'loss': [\d.]+, '(?:grad_norm|learning_rate)'"),
     ("saving checkpoint", r"[Ss]aving (?:model |latest |last )?checkpoint|saving checkpoint at iteration"
-                          r"|Saving (?:model|Optimizer state|current state) to \S{0,300}(?:pytorch_model|optimizer|checkpoint)"),
+                          r"|Saving (?:model|Optimizer state|current state) to \S{0,300}(?:pytorch_model|optimizer|checkpoint)"
+                          # accelerate's save_state with DeepSpeed; DeepSpeed's torch checkpoint engine at commit
+                          r"|Saving DeepSpeed Model and Optimizer|\[Torch\] Checkpoint \S{1,200} is ready now!"),
     ("building extension", r"Building extension module|Emitting ninja build file|PyTorch extensions root"),
     ("building datasets", r"> building train, validation, and test datasets"),
     ("building dataset indices", r"building the indices on rank 0|Build and save the (?:document|sample|shuffle) index"),
@@ -131,11 +133,15 @@ PROGRESS_RE = re.compile(
     r"at work|NCCL error is detected by watchdog at work|[^\n]{0,60}?failure detected by watchdog at work sequence id)"
     r": (?P<seq>\d+)[^\n]{0,80}? last enqueued (?:NCCL )?work: (?P<enqueued>-?\d+), "
     r"last completed (?:NCCL )?work: (?P<completed>-?\d+)")
+# TORCH_DISTRIBUTED_DEBUG=DETAIL logs each collective each rank runs (ProcessGroupWrapper.cpp, INFO).
+FINGERPRINT_RE = re.compile(r"\[Rank (?P<rank>\d+)\] Running collective: CollectiveFingerPrint\(SequenceNumber=(?P<seq>\d+), "
+                            r"OpType=(?P<op>\w+)")
 RANK_PREFIX_RE = re.compile(r"\[rank(\d+)\]:")
 # PyTorch >= 2.2 prefixes each line with "[rankN]:"; checking these as literals in the scanner's one pass
 # is far cheaper than collecting every prefix of a long log.
 RANK_PREFIXES = tuple(f"[rank{n}]:" for n in range(1024))
 WATCHDOG_LITERALS = required_literals(WATCHDOG_RE.pattern)
+FINGERPRINT_LITERALS = required_literals(FINGERPRINT_RE.pattern)
 PROGRESS_LITERALS = required_literals(PROGRESS_RE.pattern)
 
 
@@ -152,6 +158,8 @@ class RankState:
     last_completed: int | None = None
     line: int | None = None
     pg: str | None = None
+    fp_seq: int | None = None  # the last collective TORCH_DISTRIBUTED_DEBUG=DETAIL says this rank ran
+    fp_op: str | None = None
 
 
 @functools.cache
@@ -159,7 +167,7 @@ def fact_literals() -> frozenset[tuple[str, bool]]:
     """Every literal the fact rules look for, so a scanner can check them all in one pass."""
     patterns = FACT_RULES + LAUNCHERS + FRAMEWORKS + STAGES + STAGES_DONE
     found = {(lit, False) for p in patterns for lit in p.literals}
-    extra = WATCHDOG_LITERALS + PROGRESS_LITERALS + RANK_PREFIXES + ("--nproc", "--num_gpus", "]<stderr>:", "]<stdout>:")
+    extra = WATCHDOG_LITERALS + PROGRESS_LITERALS + FINGERPRINT_LITERALS + RANK_PREFIXES + ("--nproc", "--num_gpus", "]<stderr>:", "]<stdout>:")
     return frozenset(found | {(lit, False) for lit in extra})
 
 
@@ -226,6 +234,12 @@ def rank_facts(ranks: dict[int, RankState]) -> dict[str, Any]:
     if not ranks:
         return {}
     facts: dict[str, Any] = {}
+    fingerprints = {(s.fp_seq, s.fp_op) for s in ranks.values() if s.fp_seq is not None}
+    if len([s for s in ranks.values() if s.fp_seq is not None]) > 1 and len(fingerprints) > 1:
+        facts["ranks_disagree"] = True  # DETAIL shows the ranks' last collectives differ: they took different paths
+    ranks = {r: s for r, s in ranks.items() if s.op or s.last_completed is not None or s.seq is not None}
+    if not ranks:
+        return facts
     ops = sorted({r.op for r in ranks.values() if r.op})
     if ops:
         facts["op_type"] = ops[0] if len(ops) == 1 else ops
@@ -289,6 +303,9 @@ def ranks_extract(scanner: TextScanner, lines: LineLocator) -> dict[int, RankSta
             state.timeout_ms, state.ran_ms = int(m["timeout"]), int(m["ran"])
             state.line = lines.line_number(m.start())
             state.pg = m["pg"]
+    for m in scanner.matches(FINGERPRINT_RE, FINGERPRINT_LITERALS):
+        state = ranks.setdefault(int(m["rank"]), RankState(rank=int(m["rank"])))
+        state.fp_seq, state.fp_op = int(m["seq"]), m["op"]  # the last one printed wins
     for m in scanner.matches(PROGRESS_RE, PROGRESS_LITERALS):
         rank = int(m["rank"])
         state = ranks.setdefault(rank, RankState(rank=rank))

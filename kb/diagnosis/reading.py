@@ -209,7 +209,9 @@ def _window_read(data: bytes | str, rules: Rules, reading: FileReading, label: s
             failure = None
     _facts_merge_window(reading.facts, facts)
     for rank, state in ranks.items():
-        reading.ranks.setdefault(rank, state)
+        known = reading.ranks.setdefault(rank, state)
+        if known is not state and state.fp_seq is not None:
+            known.fp_seq, known.fp_op = state.fp_seq, state.fp_op  # a later window's last fingerprint wins
     reading.stacks += stacks
     reading.failure = reading.failure or failure
     if core_end is None:
