@@ -8,11 +8,11 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe, require_POST
 
 from kb.diagnose import diagnosis_json, diagnosis_run
+from kb.forms import MAX_QUERY_CHARS, SearchForm
 from kb.log_input import LogTooLarge, NoLog, log_from_request
 from kb.models import Case
-from kb.search.index import IndexMissing, search as text_search
-
-MAX_QUERY_CHARS = 4000
+from kb.search.index import IndexMissing, search_results
+from kb.selectors import case_tags
 
 
 @require_safe
@@ -20,9 +20,7 @@ def case_json(request: HttpRequest, slug: str) -> JsonResponse:
     case = Case.objects.prefetch_related("tags").filter(slug=slug).first()
     if case is None:
         return JsonResponse({"error": f"no case '{slug}'"}, status=404)
-    tags: dict[str, list[str]] = {}
-    for tag in case.tags.all():
-        tags.setdefault(tag.facet, []).append(tag.value)
+    tags = case_tags(case)
     return JsonResponse({
         "slug": case.slug, "title": case.title, "summary": case.summary, "url": case.get_absolute_url(),
         "aliases": list(case.aliases.values_list("slug", flat=True)), "tags": tags,
@@ -50,13 +48,16 @@ def diagnose(request: HttpRequest) -> JsonResponse:
 
 @require_safe
 def search(request: HttpRequest) -> JsonResponse:
-    query = request.GET.get("q", "")
-    if len(query) > MAX_QUERY_CHARS:
+    form = SearchForm(request.GET)
+    if not form.is_valid():
         return JsonResponse({"error": f"q is limited to {MAX_QUERY_CHARS} characters"}, status=400)
+    query = form.query
     try:
-        hits = text_search(query, index_dir=settings.SEARCH_INDEX_DIR, limit=10)
+        found = search_results(query, index_dir=settings.SEARCH_INDEX_DIR, limit=10)
     except IndexMissing:
         return JsonResponse({"error": "the search index has not been built; run load_content"}, status=503)
-    return JsonResponse({"query": query, "results": [
-        {"slug": h.slug, "title": h.title, "summary": h.summary, "score": h.score, "url": h.url}
-        for h in hits]})
+    return JsonResponse({"query": query, "total": found.total, "suggestion": found.suggestion, "results": [
+        {"slug": h.slug, "title": h.title, "summary": h.summary, "score": h.score, "url": h.url,
+         "section": h.section_id, "section_title": h.section_title, "section_url": h.target_url,
+         "relevance": h.relevance, "words_matched": h.words_matched, "words_total": h.words_total}
+        for h in found.hits]})

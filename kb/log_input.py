@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
+from django.http import HttpRequest, QueryDict
 
 
 class LogTooLarge(Exception):
@@ -36,7 +36,22 @@ def log_from_request(request: HttpRequest, *, allow_raw_body: bool = False) -> l
         raise LogTooLarge(limit)
     content_type = request.META.get("CONTENT_TYPE", "")
     try:
-        if content_type.startswith(("multipart/form-data", "application/x-www-form-urlencoded")):
+        if allow_raw_body and content_type.startswith("application/x-www-form-urlencoded"):
+            # `curl --data-binary @job.log URL` labels a raw log as a form. A body with a `log` field is one;
+            # anything else (no such field, or too many '&' to parse) is the log itself.
+            body = request.body
+            if len(body) > limit:
+                raise LogTooLarge(limit)
+            try:
+                fields = QueryDict(body, encoding=request.encoding)
+            except (TooManyFieldsSent, ValueError):
+                fields = QueryDict()
+            if "log" in fields:
+                text = fields.get("log", "")
+                sources = [("pasted", text.encode("utf-8", errors="replace"))] if text.strip() else []
+            else:
+                sources = [("body", body)] if body.strip() else []
+        elif content_type.startswith(("multipart/form-data", "application/x-www-form-urlencoded")):
             sources: list[tuple[str, bytes]] = []
             for upload in request.FILES.getlist("file"):
                 if upload.size > limit:

@@ -2,46 +2,71 @@
 and renders one template: the full page, or for htmx requests its `_fragment`."""
 from __future__ import annotations
 
+import os
 import re
+from urllib.parse import urlencode
 
 from django.conf import settings
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponsePermanentRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, HttpResponseRedirect
 from django.shortcuts import render
+from django.templatetags.static import static
+from django.urls import Resolver404, resolve, reverse
+from django.utils.cache import patch_vary_headers
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_safe, require_http_methods
 
 from kb.diagnose import diagnosis_run
 from kb.extensions import facts_link
 from kb.log_input import LogTooLarge, NoLog, limit_text, log_from_request
-from kb.models import Alias, Case, ContentState, HarmlessLine, Tag
-from kb.search.index import IndexMissing, search as text_search
+from kb.forms import MAX_QUERY_CHARS, SearchForm, TagFilterForm  # noqa: F401 (MAX_QUERY_CHARS: kept importable from here)
+from kb.models import Alias, Case, ContentState, HarmlessLine
+from kb.search.index import IndexMissing, SearchResults, search as text_search, search_results
 from kb.presentation import body_with_step_versions, result_snapshot, snapshot_view
 from kb.report_views import case_feedback_context, result_context
+from kb.selectors import case_tags, cases_listed, linked_from, related_cases, tags_by_facet
 
-MAX_QUERY_CHARS = 4000
-_TAG_PARAM_RE = re.compile(r"^(framework|component|phase):([a-z0-9-]+)$")
+SEARCH_PAGE_HITS = 20
+_HEADERLINK_RE = re.compile(r'<a class="headerlink" href="#([^"]+)" title="Link to this section"[^>]*>#</a>')
 
 
 @require_safe
 def home(request: HttpRequest) -> HttpResponse:
-    cases = Case.objects.prefetch_related("tags")
-    return render(request, "kb/home.html", {"cases": cases, "limit": limit_text(settings.KB_MAX_LOG_BYTES),
+    return render(request, "kb/home.html", {"cases": cases_listed(), "limit": limit_text(settings.KB_MAX_LOG_BYTES),
                                             "revision": ContentState.loaded_revision()})
 
 
 @require_safe
 def search(request: HttpRequest) -> HttpResponse:
-    """/search?q= : a stable, linkable URL. Diagnoses the query text and runs text search on it."""
-    query = request.GET.get("q", "")
-    if len(query) > MAX_QUERY_CHARS:
-        return _error(request, 400, "Query too long",
-                      f"A search link can carry at most {MAX_QUERY_CHARS} characters. Paste longer logs into the box on the home page.")
+    """/search?q= : a stable, linkable URL. Words are a text search that says where each page mentions them;
+    a query shaped like a log line (or several lines) is also diagnosed, like a paste into the box."""
+    form = SearchForm(request.GET)
+    if not form.is_valid():
+        return _error(request, 400, "Query too long", form.errors["q"][0])
+    query = form.query
     context = {"query": query, "limit": limit_text(settings.KB_MAX_LOG_BYTES)}
-    if query.strip():
-        # A multi-line query (a pasted log in a link) is a diagnosis, like a paste into the box.
+    if query.strip() and form.is_keyword_search:
+        context.update(_keyword_results(query))
+    elif query.strip():
         sources = [("query", query.encode("utf-8", errors="replace"))]
         context.update(_results(request, query, sources, pasted="\n" in query.strip()))
-    template = "kb/_results.html" if request.htmx else "kb/search.html"
-    return render(request, template, context)
+    if request.htmx:  # search-as-you-type asks for words; a log-shaped query gets the diagnosis fragment
+        template = "kb/_search_hits.html" if context.get("keyword") or not query.strip() else "kb/_results.html"
+    else:
+        template = "kb/search.html"
+    response = render(request, template, context)
+    patch_vary_headers(response, ["HX-Request", "HX-Target"])
+    return response
+
+
+def _keyword_results(query: str) -> dict:
+    try:
+        found = search_results(query, index_dir=settings.SEARCH_INDEX_DIR, limit=SEARCH_PAGE_HITS)
+    except IndexMissing:
+        found = SearchResults(hits=(), total=0, words=())
+    suggestion_url = f"{reverse('kb:search')}?{urlencode({'q': found.suggestion})}" if found.suggestion else ""
+    return {"keyword": True, "found": found, "suggestion_url": suggestion_url,
+            "browse_tags": tags_by_facet() if found.weak else {}}
 
 
 @require_http_methods(["GET", "POST"])
@@ -79,21 +104,24 @@ def _results(request: HttpRequest, search_text: str, sources: list[tuple[str, by
 
 @require_safe
 def case_list(request: HttpRequest) -> HttpResponse:
-    cases = Case.objects.prefetch_related("tags")
-    selected = []
-    for raw in request.GET.getlist("tag"):
-        match = _TAG_PARAM_RE.match(raw)
-        if not match:
-            return _error(request, 400, "Bad tag filter",
-                          f"'{raw}' is not a tag. Tags look like framework:megatron-lm or phase:init.")
-        facet, value = match.groups()
-        selected.append((facet, value))
-        cases = cases.filter(tags__facet=facet, tags__value=value)
-    facets: dict[str, list[str]] = {}
-    for tag in Tag.objects.all():
-        facets.setdefault(tag.facet, []).append(tag.value)
-    context = {"cases": cases.distinct(), "facets": facets, "selected": [f"{f}:{v}" for f, v in selected]}
+    """/kb/?tag=facet:value&tag=...: cases carrying every tag given. An unset filter (`tag=`, as a form with
+    an empty select sends it) is redirected to the same list without it, so filter URLs stay clean."""
+    raw = request.GET.getlist("tag")
+    if any(not t.strip() for t in raw) or len(set(raw)) != len(raw):
+        kept = list(dict.fromkeys(t for t in raw if t.strip()))
+        return HttpResponseRedirect(reverse("kb:case_list") + (f"?{urlencode([('tag', t) for t in kept], safe=':')}" if kept else ""))
+    form = TagFilterForm(request.GET)
+    if not form.is_valid():
+        return _error(request, 400, "Bad tag filter", form.first_error())
+    pairs = form.pairs()
+    selected = [f"{f}:{v}" for f, v in pairs]
+    context = {"cases": cases_listed(pairs), "facets": tags_by_facet(), "selected": selected,
+               "remove_links": [(key, _tags_url([k for k in selected if k != key])) for key in selected]}
     return render(request, "kb/case_list.html", context)
+
+
+def _tags_url(keys: list[str]) -> str:
+    return reverse("kb:case_list") + (f"?{urlencode([('tag', k) for k in keys], safe=':')}" if keys else "")
 
 
 @require_safe
@@ -109,18 +137,49 @@ def case_detail(request: HttpRequest, slug: str) -> HttpResponse:
         alias = Alias.objects.select_related("case").filter(slug=slug).first()
         if alias is not None:
             return HttpResponsePermanentRedirect(alias.case.get_absolute_url())
-        raise Http404(f"No case is called '{slug}'.")
-    related = list(Case.objects.filter(slug__in=case.related))
-    related.sort(key=lambda c: case.related.index(c.slug))
-    linked_from = [c for c in Case.objects.only("slug", "title", "related") if case.slug in c.related]
-    tags: dict[str, list[str]] = {}
-    for tag in case.tags.all():
-        tags.setdefault(tag.facet, []).append(tag.value)
-    toc = [s for s in case.sections if s["level"] == 2] + [{"id": "references", "title": "References", "level": 2}]
-    context = {"case": case, "related": related, "linked_from": [c for c in linked_from if c.slug not in case.related],
-               "tags": tags, "toc": toc, "body_html": body_with_step_versions(case.body_html, case.steps)}
+        # Rendered here rather than raised, so that `make run` (DEBUG on) shows this page too.
+        return not_found(request, f"No case is called '{slug}'.")
+    related, linked = related_cases(case), linked_from(case)
+    toc = _toc(case.sections) + [{"id": "references", "title": "References", "children": []}]
+    if related or linked:
+        toc.append({"id": "related", "title": "Related cases", "children": []})
+    titles = {s["id"]: s["title"] for s in case.sections}
+    body = _named_permalinks(str(body_with_step_versions(case.body_html, case.steps)), titles)
+    context = {"case": case, "related": related, "linked_from": linked, "tags": case_tags(case), "toc": toc,
+               "body_html": mark_safe(body), "edit_url": _edit_url(case)}
     context.update(case_feedback_context(request, case))  # "Did this fix it?" and the honest counts
     return render(request, "kb/case_detail.html", context)
+
+
+def _toc(sections: list[dict]) -> list[dict]:
+    """Level-2 sections with their level-3 ones (causes, fix steps) nested under them."""
+    toc: list[dict] = []
+    for section in sections:
+        if section["level"] == 2 or not toc:
+            toc.append({"id": section["id"], "title": section["title"], "children": []})
+        elif section["level"] == 3:
+            toc[-1]["children"].append({"id": section["id"], "title": section["title"]})
+    return toc
+
+
+def _named_permalinks(body: str, titles: dict[str, str]) -> str:
+    """The "#" after each heading gets a name a screen reader can say: "Link to this section: Fix"."""
+    def named(match: re.Match) -> str:
+        anchor = match.group(1)
+        name = escape(f"Link to this section: {titles.get(anchor, anchor)}")
+        return (f'<a class="headerlink" href="#{anchor}" data-section="{escape(titles.get(anchor, anchor))}">'
+                f'<span aria-hidden="true">#</span><span class="visually-hidden">{name}</span></a>')
+    return _HEADERLINK_RE.sub(named, body)
+
+
+def _edit_url(case: Case) -> str:
+    """KB_CONTENT_EDIT_URL (a setting or an environment variable) + the case file's path inside content/."""
+    base = getattr(settings, "KB_CONTENT_EDIT_URL", None) or os.environ.get("KB_CONTENT_EDIT_URL", "")
+    if not base:
+        return ""
+    path = case.source_path.replace("\\", "/")
+    path = path.split("content/", 1)[1] if path.startswith("content/") or "/content/" in path else path
+    return base.rstrip("/") + "/" + path.lstrip("/")
 
 
 def _error(request: HttpRequest, status: int, title: str, message: str) -> HttpResponse:
@@ -128,7 +187,7 @@ def _error(request: HttpRequest, status: int, title: str, message: str) -> HttpR
     return render(request, template, {"title": title, "message": message}, status=status)
 
 
-def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+def not_found(request: HttpRequest, exception: Exception | str | None = None) -> HttpResponse:
     message = str(exception) if exception and str(exception) and "resolve" not in str(exception) else \
         "There is no page at this address."
     words = " ".join(re.findall(r"[a-z0-9]+", request.path.lower()))
@@ -137,6 +196,27 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
     except Exception:  # a broken index must not turn a 404 into a 500
         hits = []
     return render(request, "404.html", {"message": message, "hits": hits}, status=404)
+
+
+@require_safe
+def favicon(request: HttpRequest) -> HttpResponse:
+    """/favicon.ico, for browsers that do not read <link rel="icon">: the SVG under static/."""
+    return HttpResponseRedirect(static("favicon.svg"))
+
+
+def unknown_address(request: HttpRequest, path: str = "") -> HttpResponse:
+    """The last URL pattern: any address no other pattern takes. It answers the site's own 404 page even
+    with DEBUG on (Django's handler404 only serves when DEBUG is off), and keeps APPEND_SLASH's redirect,
+    which a catch-all pattern would otherwise stop."""
+    if not request.path.endswith("/") and request.method in ("GET", "HEAD"):
+        try:
+            match = resolve(request.path + "/")
+        except Resolver404:
+            match = None
+        if match is not None and match.func is not unknown_address:
+            query = request.META.get("QUERY_STRING", "")
+            return HttpResponsePermanentRedirect(request.path + "/" + (f"?{query}" if query else ""))
+    return not_found(request)
 
 
 def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:

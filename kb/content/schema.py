@@ -20,14 +20,14 @@ FACT_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 TAG_VALUES: dict[str, tuple[str, ...]] = {
     "framework": (
         "pytorch", "pytorch-fsdp", "pytorch-ddp", "megatron-lm", "transformer-engine", "hf-transformers",
-        "hf-accelerate", "hf-trl", "autotrain-advanced", "peft", "deepspeed", "llama-recipes", "nccl-tests", "any",
+        "hf-accelerate", "hf-trl", "autotrain-advanced", "peft", "deepspeed", "llama-recipes", "nccl-tests",
     ),
     "component": (
         "nccl", "pytorch-distributed", "torchrun", "tcpstore", "open-mpi", "ucx", "userbuffers", "cpp-extension",
         "cuda", "infiniband", "ethernet", "pcie", "nvlink", "docker", "kubernetes", "linux-kernel", "filesystem",
     ),
     "phase": (
-        "launch", "rendezvous", "init", "compile", "model-setup", "data-preprocessing", "training", "checkpoint", "any",
+        "launch", "rendezvous", "init", "compile", "model-setup", "data-preprocessing", "training", "checkpoint",
     ),
 }
 

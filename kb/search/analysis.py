@@ -62,3 +62,39 @@ def query_terms(text: str, limit: int = 64) -> list[str]:
             if len(terms) >= limit:
                 break
     return terms
+
+
+def query_words(text: str, limit: int = 32) -> list[tuple[str, tuple[str, ...], str]]:
+    """The words a person typed (stop words and numbers left out): each lowercased, with its searchable parts
+    and as typed: `NCCL_SOCKET_IFNAME` → ("nccl_socket_ifname", ("nccl", "socket", "ifname"), "NCCL_SOCKET_IFNAME")."""
+    words: list[tuple[str, tuple[str, ...], str]] = []
+    seen: set[str] = set()
+    for match in re.finditer(TOKEN_PATTERN, text):
+        whole = match.group().lower()
+        terms = query_terms(whole, limit=16)
+        if not terms or whole in seen or whole in STOP_WORDS or whole.isdigit():
+            continue
+        seen.add(whole)
+        words.append((whole, tuple(t for t in terms if t != whole), match.group()))
+        if len(words) >= limit:
+            break
+    return words
+
+
+def term_spans(text: str, terms: frozenset[str]) -> list[tuple[int, int, str]]:
+    """(start, end, term) of every token of `text` that is, or has a part that is, one of `terms`. A part
+    marks that part of its token: a search for `ifname` marks `IFNAME` in `NCCL_SOCKET_IFNAME`."""
+    lowered = text.lower()
+    if not any(term in lowered for term in terms):
+        return []
+    spans: list[tuple[int, int, str]] = []
+    for token in log_analyzer()(text, chars=True):
+        if token.text not in terms:
+            continue
+        start, end = token.startchar, token.endchar
+        inside = lowered.find(token.text, start, end)
+        if inside >= 0:  # a part: mark the part itself, not its whole identifier
+            start, end = inside, inside + len(token.text)
+        if not spans or spans[-1][:2] != (start, end):
+            spans.append((start, end, token.text))
+    return spans

@@ -1,4 +1,6 @@
 """Case pages: every case renders as valid HTML with every stable anchor, and old links keep working."""
+import re
+
 import pytest
 from django.conf import settings
 
@@ -119,3 +121,63 @@ def test_admin_is_read_only_and_says_content_lives_in_git(admin_client):
 def test_pages_send_a_csp_without_inline_script(client):
     policy = client.get("/").headers["Content-Security-Policy"]
     assert "script-src 'self'" in policy and "unsafe-inline" not in policy
+
+
+# --- Issue 12: a short path through each page -------------------------------------------------------------
+
+def test_toc_nests_causes_and_fix_steps_under_their_section(client):
+    page = client.get("/kb/llama3-fsdp-allgather-timeout/").content.decode()
+    toc = page[page.index('<nav class="toc"'):page.index("</nav>", page.index('<nav class="toc"'))]
+    fix = toc[toc.index('href="#fix"'):]
+    assert fix.index("<ol>") < fix.index('href="#fix-1"') < fix.index('href="#fix-8"') < fix.index('href="#prevention"')
+    assert 'href="#cause-1"' in toc and 'href="#references"' in toc
+
+
+def test_do_this_first_comes_before_the_table_of_contents_and_the_metadata(client):
+    page = client.get("/kb/llama3-fsdp-allgather-timeout/").content.decode()
+    assert page.index('class="do-first"') < page.index('<nav class="toc"') < page.index('class="case-meta"')
+
+
+def test_every_permalink_has_an_accessible_name(client):
+    page = client.get("/kb/llama3-fsdp-allgather-timeout/").content.decode()
+    links = re.findall(r'<a class="headerlink"[^>]*>(.*?)</a>', page)
+    assert len(links) >= 20
+    for inner in links:
+        assert '<span aria-hidden="true">#</span>' in inner and "Link to this section: " in inner
+    assert 'Link to this section: 2. See where each rank is while it hangs' in page
+
+
+def test_edit_link_appears_only_when_the_content_repository_is_set(client, settings):
+    assert "Edit this case" not in client.get("/kb/llama3-fsdp-allgather-timeout/").content.decode()
+    settings.KB_CONTENT_EDIT_URL = "https://git.example.com/ml/hang-doctor/-/edit/main/content/"
+    page = client.get("/kb/llama3-fsdp-allgather-timeout/").content.decode()
+    assert ('href="https://git.example.com/ml/hang-doctor/-/edit/main/content/cases/llama3-fsdp-allgather-timeout.md"'
+            in page)
+
+
+def test_the_site_404_page_answers_with_debug_on(client, settings):
+    settings.DEBUG = True
+    for path in ("/kb/no-such-case/", "/no/such/page", "/kb/harmles/"):
+        response = client.get(path)
+        assert response.status_code == 404
+        page = response.content.decode()
+        assert "Page not found" in page and "URLconf" not in page and "technical" not in page.lower()
+    assert client.get("/kb").status_code == 301 and client.get("/kb")["Location"] == "/kb/"
+    assert client.get("/search/").status_code == 404
+
+
+def test_favicon_is_linked_and_served(client):
+    page = client.get("/").content.decode()
+    assert re.search(r'<link rel="icon" href="/static/favicon\.svg" type="image/svg\+xml">', page)
+    assert client.get("/favicon.ico")["Location"] == "/static/favicon.svg"
+
+
+def test_command_line_panel_on_home_and_on_the_413_page(client, settings):
+    home = client.get("/").content.decode()
+    assert "From the command line" in home
+    assert "curl --data-binary @job.log http://testserver/api/diagnose" in home
+    assert "manage.py diagnose job-logs/" in home and "grep -m1 -B300 -A100 -E" in home
+    settings.KB_MAX_LOG_BYTES = 1000
+    response = client.post("/diagnose", {"log": "x" * 5000})
+    assert response.status_code == 413 and "From the command line" in response.content.decode()
+    assert_valid_html(response.content)

@@ -1,0 +1,160 @@
+"""Case pages in a real browser (issue 12): one-click copy of every code block, a table of contents that marks
+the section being read, "#" permalinks with a name and an announced copy (on plain HTTP too), anchors that
+clear the top edge, a print style readable from dark mode, the table of contents before the metadata on a
+phone; and axe-core finds no violation of any impact on any kb page kind, light and dark."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+pytestmark = pytest.mark.browser
+
+SLUG = "llama3-fsdp-allgather-timeout"
+AXE = (Path(__file__).resolve().parent / "vendor" / "axe-core-4.11.0.min.js").read_text()
+_FENCE_RE = re.compile(r"^( *)```[^\n]*\n(.*?)\n\1```", re.M | re.S)
+
+
+def fenced_blocks(slug: str) -> list[str]:
+    """The code blocks of a case file as written, in order (fences inside list items are dedented)."""
+    text = (Path(settings.CONTENT_DIR) / "cases" / f"{slug}.md").read_text()
+    body = text.split("\n---", 2)[-1]
+    blocks = []
+    for indent, code in _FENCE_RE.findall(body):
+        blocks.append("\n".join(line[len(indent):] if line.startswith(indent) else line for line in code.split("\n")))
+    return blocks
+
+
+def open_case(browser_page, suffix: str = ""):
+    page = browser_page.page
+    page.goto(f"{browser_page.base_url}/kb/{SLUG}/{suffix}")
+    page.wait_for_selector(".case-body button.copy-code")
+    return page
+
+
+def test_every_code_block_has_a_copy_button_that_copies_the_exact_code(browser_page):
+    page = open_case(browser_page)
+    blocks = page.locator(".case-body pre")
+    assert blocks.count() == page.locator(".case-body button.copy-code").count() >= 5
+    written = fenced_blocks(SLUG)
+    for index in (0, 3, blocks.count() - 1):
+        button = page.locator(".case-body button.copy-code").nth(index)
+        button.click()
+        page.wait_for_function("() => document.getElementById('announcer').textContent.includes('copied')")
+        copied = page.evaluate("() => navigator.clipboard.readText()")
+        assert copied == written[index], f"block {index}: clipboard differs from the case file"
+        assert button.inner_text() == "Copied"
+    assert browser_page.console_errors == []
+
+
+def test_copy_works_on_a_plain_http_host_without_the_async_clipboard(browser_page):
+    """An intranet host over plain HTTP is not a secure context: no navigator.clipboard. The copy falls back."""
+    page = browser_page.page
+    page.add_init_script("Object.defineProperty(window, 'isSecureContext', {value: false});"
+                         "Object.defineProperty(Navigator.prototype, 'clipboard', {get: () => undefined});")
+    page.goto(f"{browser_page.base_url}/kb/{SLUG}/")
+    page.wait_for_selector(".case-body button.copy-code")
+    assert page.evaluate("() => navigator.clipboard === undefined && !window.isSecureContext")
+    page.locator(".case-body button.copy-code").first.click()
+    page.wait_for_function("() => document.getElementById('announcer').textContent.includes('copied')")
+    page.locator("a.headerlink[href='#fix-2']").click()
+    page.wait_for_function("() => document.getElementById('announcer').textContent.includes('Link to the section')")
+    reader = page.context.new_page()  # a page with the real clipboard API, to read what was copied
+    reader.goto(f"{browser_page.base_url}/kb/")
+    assert reader.evaluate("() => navigator.clipboard.readText()") == f"{browser_page.base_url}/kb/{SLUG}/#fix-2"
+
+
+def test_permalink_has_a_name_and_its_copy_is_announced(browser_page):
+    page = open_case(browser_page)
+    link = page.get_by_role("link", name=re.compile(r"^Link to this section: 2\. See where each rank"))
+    assert link.count() == 1 and link.get_attribute("href") == "#fix-2"
+    link.click()
+    page.wait_for_function("() => document.getElementById('announcer').textContent.includes('copied')")
+    assert page.get_attribute("#announcer", "aria-live") == "polite"
+    assert page.evaluate("() => navigator.clipboard.readText()") == f"{browser_page.base_url}/kb/{SLUG}/#fix-2"
+    assert page.url.endswith("#fix-2")
+
+
+def test_the_table_of_contents_nests_fix_steps_and_marks_the_section_being_read(browser_page):
+    page = open_case(browser_page)
+    assert page.locator("nav.toc > ol > li > ol a[href='#fix-2']").count() == 1
+    assert page.locator("nav.toc > ol > li > ol a[href='#cause-1']").count() == 1
+    page.evaluate("() => document.getElementById('fix-2').scrollIntoView()")
+    page.wait_for_function("() => document.querySelector(\"nav.toc a[href='#fix-2']\").getAttribute('aria-current') === 'location'")
+    assert page.locator("nav.toc a[aria-current]").count() == 1
+    assert "current-parent" in page.get_attribute("nav.toc a[href='#fix']", "class")
+    page.evaluate("() => document.getElementById('prevention').scrollIntoView()")
+    page.wait_for_function("() => document.querySelector(\"nav.toc a[href='#prevention']\").getAttribute('aria-current') === 'location'")
+    assert page.locator("nav.toc a[aria-current]").count() == 1
+
+
+def test_anchored_headings_do_not_sit_flush_at_the_top(browser_page):
+    page = open_case(browser_page, "#fix-3")
+    assert page.evaluate("() => parseFloat(getComputedStyle(document.getElementById('fix-3')).scrollMarginTop)") >= 12
+    page.wait_for_function("() => Math.abs(document.getElementById('fix-3').getBoundingClientRect().top - 20) < 8")
+
+
+def test_on_a_phone_the_table_of_contents_comes_before_the_metadata(browser_page):
+    page = browser_page.page
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{browser_page.base_url}/kb/{SLUG}/")
+    toc = page.locator("nav.toc").bounding_box()
+    meta = page.locator(".case-meta").bounding_box()
+    do_first = page.locator(".do-first").bounding_box()
+    assert do_first["y"] < toc["y"] < meta["y"]
+    assert toc["y"] < 1300, "the table of contents starts within about a screen and a half"
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+
+
+CONTRAST_JS = """() => {
+  function rgb(value) { const m = value.match(/[\\d.]+/g).map(Number); return {r: m[0], g: m[1], b: m[2], a: m.length > 3 ? m[3] : 1}; }
+  function lum(c) { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+    return 0.2126 * f(c.r) + 0.7152 * f(c.g) + 0.0722 * f(c.b); }
+  function background(el) { for (; el; el = el.parentElement) { const c = rgb(getComputedStyle(el).backgroundColor); if (c.a > 0) return c; }
+    return {r: 255, g: 255, b: 255, a: 1}; }
+  let worst = 99, where = "";
+  document.querySelectorAll(".case-body pre span, .case-body pre code, .case-body p, .case-body :not(pre) > code").forEach(el => {
+    if (!el.textContent.trim()) return;
+    const fg = lum(rgb(getComputedStyle(el).color)), bg = lum(background(el));
+    const ratio = (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05);
+    if (ratio < worst) { worst = ratio; where = el.className + " " + el.textContent.slice(0, 30); }
+  });
+  return [worst, where];
+}"""
+
+
+def test_printing_from_dark_mode_gives_readable_code(browser_page):
+    page = open_case(browser_page)
+    page.emulate_media(color_scheme="dark")
+    screen_bg = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+    assert screen_bg != "rgb(255, 255, 255)", "the screen really is in dark mode"
+    page.emulate_media(media="print", color_scheme="dark")
+    assert page.evaluate("() => getComputedStyle(document.body).backgroundColor") == "rgb(255, 255, 255)"
+    worst, where = page.evaluate(CONTRAST_JS)
+    assert worst >= 4.5, f"contrast {worst:.2f} for {where}"
+    assert page.evaluate("() => getComputedStyle(document.querySelector('.copy-code')).display") == "none"
+
+
+PAGES = {
+    "home": "/", "case list": "/kb/", "case list filtered": "/kb/?tag=phase:checkpoint", "case page": f"/kb/{SLUG}/",
+    "search with hits": "/search?q=NCCL_SOCKET_IFNAME", "search without hits": "/search?q=infinband_hca",
+    "search for nothing": "/search?q=zzqxv", "harmless list": "/kb/harmless/", "404": "/kb/no-such-case/",
+    "highlighted case": f"/kb/nccl-socket-ifname-wrong-interface/?hl=nccl_socket_ifname#fix-3",
+}
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("kind", list(PAGES))
+def test_axe_finds_no_violation_of_any_impact(browser_page, kind, scheme):
+    page = browser_page.page
+    page.emulate_media(color_scheme=scheme)
+    page.goto(browser_page.base_url + PAGES[kind])
+    page.wait_for_load_state("networkidle")
+    page.evaluate(AXE)  # through the DevTools protocol: the page's CSP does not apply to it
+    result = json.loads(page.evaluate("async () => JSON.stringify(await axe.run(document, {resultTypes: ['violations']}))"))
+    found = [(v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3]) for v in result["violations"]]
+    assert found == [], json.dumps(found)
+    assert browser_page.console_errors == []
