@@ -26,8 +26,8 @@ serve: install
 
 test: install-dev browser
 	$(PY) -m pytest
-	@echo "== the same tests (browser ones aside) on PostgreSQL, started on loopback by tests/postgres/start.sh =="
-	DATABASE_URL="$$(bash tests/postgres/start.sh)" $(PY) -m pytest -m "not browser"
+	@echo "== the tests that touch the database (browser ones aside) again on PostgreSQL, started on loopback by tests/postgres/start.sh =="
+	DATABASE_URL="$$(bash tests/postgres/start.sh)" $(PY) -m pytest -m "database and not browser"
 
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV) || { $(SUDO) apt-get update && $(SUDO) apt-get install -y python3-venv && $(PYTHON) -m venv $(VENV); }

@@ -26,3 +26,15 @@ def django_db_setup(django_db_setup, django_db_blocker, tmp_path_factory):
 def pytest_report_header(config) -> str:
     """Say which database this run uses: `make test` runs the suite on SQLite and again on PostgreSQL."""
     return f"database: {settings.DATABASES['default']['ENGINE']}"
+
+
+DATABASE_FIXTURES = {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback",
+                     "admin_client", "admin_user", "django_user_model", "loaded_content", "live_server"}
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Mark the tests that touch the database, so the PostgreSQL pass of `make test` runs those and not the
+    pure engine and content tests a second time."""
+    for item in items:
+        if item.get_closest_marker("django_db") or DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker("database")

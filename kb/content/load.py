@@ -51,10 +51,7 @@ def content_load(*, content_dir: Path, index_dir: Path, force: bool = False) -> 
             build = build_dir_new(index_dir, revision)
             index_write(build, docs, harmless)
             snapshot_write(build, content_dir)
-            created, updated, deleted = _write_cases(docs)
-            _write_harmless(harmless)
-            ContentState.objects.all().delete()
-            ContentState.objects.create(revision=revision)
+            created, updated, deleted = content_rows_write(docs, harmless, revision)
     except BaseException:
         if build is not None:
             shutil.rmtree(build, ignore_errors=True)  # the database rolled back: nothing may point here
@@ -78,6 +75,16 @@ def content_check(content_dir: Path) -> tuple[list[CaseDoc], list[HarmlessDoc], 
     if not errors:
         errors += content_checks_run(content_dir, docs)
     return docs, harmless, errors
+
+
+def content_rows_write(docs: list[CaseDoc], harmless: list[HarmlessDoc], revision: str) -> tuple[int, int, int]:
+    """The database half of a load: cases, tags, aliases, harmless entries and the revision (call inside a
+    transaction; `content_load` does)."""
+    counts = _write_cases(docs)
+    _write_harmless(harmless)
+    ContentState.objects.all().delete()
+    ContentState.objects.create(revision=revision)
+    return counts
 
 
 def _write_harmless(docs: list[HarmlessDoc]) -> None:

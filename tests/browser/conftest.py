@@ -5,15 +5,24 @@ The content the rest of the suite expects is therefore loaded again after this f
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 from urllib.parse import urlsplit
 
 import pytest
+from django.conf import settings
 from django.core.management import call_command
+from django.db import transaction
 
+from kb.content.cases import content_revision
+from kb.content.load import content_check, content_rows_write
 from kb.models import Case
+
+# Playwright's sync API runs an event loop in this thread for the whole session (one Chromium for every test),
+# which makes Django refuse database calls from it; the tests' own database calls are synchronous and safe.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -35,42 +44,60 @@ def _content_reloaded_after_flush(django_db_blocker) -> Iterator[None]:
         call_command("load_content", verbosity=0)
 
 
+@pytest.fixture(scope="session")
+def content_validated() -> tuple:
+    """The content, read and validated once for the session (the published index stays on disk)."""
+    docs, harmless, errors = content_check(settings.CONTENT_DIR)
+    assert not errors, [str(e) for e in errors]
+    return docs, harmless, content_revision(settings.CONTENT_DIR)
+
+
 @pytest.fixture
-def content_in_db(transactional_db) -> None:
-    """An earlier browser test's flush may have emptied the database: load the cases again if so."""
+def content_in_db(transactional_db, content_validated) -> None:
+    """An earlier browser test's flush emptied the database: write the validated rows back (a fraction of a
+    full load, which would also rebuild the index the flush did not touch)."""
     if not Case.objects.exists():
-        call_command("load_content", verbosity=0)
+        with transaction.atomic():
+            content_rows_write(*content_validated)
 
 
-def _launch(live_server, javascript: bool) -> Iterator[BrowserPage]:
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[object]:
+    """One Chromium for the whole session; each test gets a fresh context."""
     if not CHROMIUM.exists():
         pytest.fail("chromium is not installed: run make test, which installs it with apt")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        context = browser.new_context(accept_downloads=True, java_script_enabled=javascript)
-        if javascript:
-            context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
-        page = context.new_page()
-        result = BrowserPage(page=page, base_url=live_server.url)
-        page.on("console", lambda message: result.console_errors.append(message.text)
-                if message.type == "error" and not message.text.startswith("Failed to load resource") else None)
-        page.on("response", lambda response: result.failed_responses.append((response.status, urlsplit(response.url).path))
-                if response.status >= 400 else None)
-        page.on("pageerror", lambda error: result.console_errors.append(str(error)))
         try:
-            yield result
+            yield browser
         finally:
-            context.close()
             browser.close()
 
 
-@pytest.fixture
-def browser_page(content_in_db, live_server) -> Iterator[BrowserPage]:
-    yield from _launch(live_server, javascript=True)
+def _context_page(chromium, live_server, javascript: bool) -> Iterator[BrowserPage]:
+    context = chromium.new_context(accept_downloads=True, java_script_enabled=javascript)
+    if javascript:
+        context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
+    page = context.new_page()
+    result = BrowserPage(page=page, base_url=live_server.url)
+    page.on("console", lambda message: result.console_errors.append(message.text)
+            if message.type == "error" and not message.text.startswith("Failed to load resource") else None)
+    page.on("response", lambda response: result.failed_responses.append((response.status, urlsplit(response.url).path))
+            if response.status >= 400 else None)
+    page.on("pageerror", lambda error: result.console_errors.append(str(error)))
+    try:
+        yield result
+    finally:
+        context.close()
 
 
 @pytest.fixture
-def browser_page_without_js(content_in_db, live_server) -> Iterator[BrowserPage]:
-    yield from _launch(live_server, javascript=False)
+def browser_page(content_in_db, live_server, chromium) -> Iterator[BrowserPage]:
+    yield from _context_page(chromium, live_server, javascript=True)
+
+
+@pytest.fixture
+def browser_page_without_js(content_in_db, live_server, chromium) -> Iterator[BrowserPage]:
+    yield from _context_page(chromium, live_server, javascript=False)
