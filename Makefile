@@ -25,6 +25,7 @@ serve: install
 	DEBUG=0 $(VENV)/bin/gunicorn config.wsgi --bind $(HOST):$(PORT) --workers $(WORKERS) --access-logfile - --timeout 120
 
 test: install-dev browser
+	$(VENV)/bin/ruff check kb troubleshooter config tests
 	$(PY) -m pytest
 	@echo "== the tests that touch the database (browser ones aside) again on PostgreSQL, started on loopback by tests/postgres/start.sh =="
 	DATABASE_URL="$$(bash tests/postgres/start.sh)" $(PY) -m pytest -m "database and not browser"

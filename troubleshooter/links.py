@@ -4,7 +4,6 @@ from __future__ import annotations
 from typing import Any, Mapping
 from urllib.parse import urlencode
 
-from django.conf import settings
 from django.urls import reverse
 
 from troubleshooter.library import library_published

@@ -173,7 +173,6 @@ def fact_literals() -> frozenset[tuple[str, bool]]:
 
 def facts_extract(scanner: TextScanner, lines: LineLocator) -> tuple[dict[str, Any], dict[int, RankState]]:
     """All generic facts of one text, and the per-rank watchdog state."""
-    text = scanner.text
     facts: dict[str, Any] = {}
     for rule in FACT_RULES:
         _keep(facts, rule, rule.matches(scanner))

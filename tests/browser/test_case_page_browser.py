@@ -142,7 +142,7 @@ PAGES = {
     "home": "/", "case list": "/kb/", "case list filtered": "/kb/?tag=phase:checkpoint", "case page": f"/kb/{SLUG}/",
     "search with hits": "/search?q=NCCL_SOCKET_IFNAME", "search without hits": "/search?q=infinband_hca",
     "search for nothing": "/search?q=zzqxv", "harmless list": "/kb/harmless/", "404": "/kb/no-such-case/",
-    "highlighted case": f"/kb/nccl-socket-ifname-wrong-interface/?hl=nccl_socket_ifname#fix-3",
+    "highlighted case": "/kb/nccl-socket-ifname-wrong-interface/?hl=nccl_socket_ifname#fix-3",
 }
 
 

@@ -1,5 +1,4 @@
 """Loading content: all or nothing, upsert by slug, vanished cases removed, drift reported by a system check."""
-import shutil
 
 import pytest
 from django.core.management import call_command

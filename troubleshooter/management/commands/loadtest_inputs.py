@@ -2,7 +2,6 @@
 from itertools import islice
 from pathlib import Path
 
-from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from kb.benchmark import TYPICAL_ERRORS, bench_log_write
