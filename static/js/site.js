@@ -3,7 +3,7 @@
   "use strict";
 
   // Copy text: the async clipboard where the page is a secure context, otherwise (a plain-HTTP intranet host)
-  // an off-screen text area and execCommand, the way the troubleshooter's "Copy script" does it.
+  // an off-screen text area and execCommand.
   function copyText(text) {
     if (navigator.clipboard && window.isSecureContext) {
       return navigator.clipboard.writeText(text);
@@ -21,6 +21,9 @@
       if (copied) { resolve(); } else { reject(new Error("copy refused")); }
     });
   }
+
+  // The troubleshooter's "Copy script" uses the same function (base.html loads this file first).
+  window.hangDoctorCopy = copyText;
 
   // One polite live region (in base.html) says what just happened, for screen-reader users.
   function announce(message) {

@@ -25,25 +25,6 @@
     if (panel) { focusStep(panel); }
   });
 
-  function copyText(text) {
-    if (navigator.clipboard && window.isSecureContext) {
-      return navigator.clipboard.writeText(text);
-    }
-    // Plain-HTTP intranets have no async clipboard: copy from a temporary, off-screen text area.
-    return new Promise(function (resolve, reject) {
-      var area = document.createElement("textarea");
-      area.value = text;
-      area.setAttribute("readonly", "");
-      area.className = "visually-hidden";
-      document.body.appendChild(area);
-      area.select();
-      var copied = false;
-      try { copied = document.execCommand("copy"); } catch (error) { copied = false; }
-      document.body.removeChild(area);
-      if (copied) { resolve(); } else { reject(new Error("copy refused")); }
-    });
-  }
-
   document.addEventListener("click", function (event) {
     var button = event.target.closest ? event.target.closest("button.copy-script") : null;
     if (!button) { return; }
@@ -51,7 +32,7 @@
     var status = button.parentNode.querySelector(".copy-status");
     if (!source) { return; }
     var pre = source.querySelector("pre") || source;
-    copyText(pre.textContent).then(function () {
+    window.hangDoctorCopy(pre.textContent).then(function () {
       if (status) { status.textContent = "Copied to the clipboard."; }
     }, function () {
       if (status) { status.textContent = "Copy failed: select the script and copy it by hand, or download it."; }
