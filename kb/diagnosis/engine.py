@@ -19,6 +19,7 @@ from kb.diagnosis.reading import (
     source_read,
 )
 from kb.diagnosis.rules import Rules
+from kb.diagnosis.signatures import MAX_COUNTED_LINES
 from kb.diagnosis.stacks import Stack, stack_collectives
 from kb.diagnosis.verdict import RankVerdict, rank_verdict, stack_groups, verdict_facts
 from kb.diagnosis.versions import version_in
@@ -127,7 +128,8 @@ def job_diagnose(readings: list[FileReading], rules: Rules, *, top: int = 5, sta
             into = per_case.setdefault(slug, {"signals": {}, "evidence": []})
             for signal_id, signal in entry["signals"].items():
                 if signal_id in into["signals"]:
-                    into["signals"][signal_id]["count"] += signal["count"]
+                    total = into["signals"][signal_id]["count"] + signal["count"]
+                    into["signals"][signal_id]["count"] = min(total, MAX_COUNTED_LINES)
                 else:
                     into["signals"][signal_id] = dict(signal)
             for evidence in entry["evidence"]:

@@ -20,7 +20,7 @@ from kb.diagnosis.events import Failure, first_failure
 from kb.diagnosis.facts import FRAMEWORKS, STAGES_DONE, RankState, facts_extract
 from kb.diagnosis.rules import Rules
 from kb.diagnosis.scanning import TextScanner
-from kb.diagnosis.signatures import signature_hits
+from kb.diagnosis.signatures import MAX_COUNTED_LINES, signature_hits
 from kb.diagnosis.stacks import Stack, stacks_extract
 from kb.diagnosis.text import REPAIR_LIMIT, LineLocator, log_clean, paste_repair
 
@@ -163,11 +163,9 @@ def _window_read(data: bytes | str, rules: Rules, reading: FileReading, label: s
                  core_start: int, core_end: int | None, deadline: float | None, repair: bool) -> int:
     """Read one window into `reading`; returns the line number its own part ends at. Only what starts in the
     window's own part counts; the look-behind and look-ahead are context."""
-    if core_end is not None:  # look-behind, own part and look-ahead, cleaned apart so the boundaries are known
-        parts = [log_clean(data[:core_start]), log_clean(data[core_start:core_end]), log_clean(data[core_end:])]
-        text = "".join(part[0] for part in parts)
-        start, limit = len(parts[0][0]), len(parts[0][0]) + len(parts[1][0])
-        encoded = b"".join(part[1] for part in parts) if all(part[1] is not None for part in parts) else None
+    if core_end is not None:
+        text, encoded = log_clean(data)
+        start, limit = _boundaries(data, text, core_start, core_end)
     else:
         text, encoded = log_clean(data)
         start, limit = 0, None
@@ -194,7 +192,7 @@ def _window_read(data: bytes | str, rules: Rules, reading: FileReading, label: s
         entry = reading.per_case.setdefault(sig.case, {"signals": {}, "evidence": []})
         signal = entry["signals"].setdefault(sig.id, {"id": sig.id, "description": sig.description, "weight": sig.weight,
                                                       "anchor": sig.anchor, "count": 0, "kind": "line"})
-        signal["count"] += count
+        signal["count"] = min(signal["count"] + count, MAX_COUNTED_LINES)
         for hit in kept:
             if sum(1 for e in entry["evidence"] if e.signal == sig.id) < EVIDENCE_PER_SIGNAL:
                 entry["evidence"].append(_evidence(lines, hit, sig.id, label))
@@ -220,6 +218,15 @@ def _window_read(data: bytes | str, rules: Rules, reading: FileReading, label: s
     own = text.count("\n", start, limit) + (1 if limit == len(text) and limit > start and not text.endswith("\n") else 0)
     reading.lines += own
     return base_line + own
+
+
+def _boundaries(data: bytes, text: str, core_start: int, core_end: int) -> tuple[int, int]:
+    """Where the window's own part starts and ends in the cleaned text. Both boundaries follow a line break,
+    and cleaning never crosses one, so the short look-behind and look-ahead are cleaned apart to measure them
+    (a few kilobytes, not the window)."""
+    start = len(log_clean(data[:core_start])[0]) if core_start else 0
+    limit = len(text) - len(log_clean(data[core_end:])[0]) if core_end < len(data) else len(text)
+    return start, limit
 
 
 def _facts_merge_window(into: dict[str, Any], new: dict[str, Any]) -> None:

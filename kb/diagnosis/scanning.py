@@ -57,6 +57,9 @@ def _sequence_literals(items: list, all_groups: bool = False):
             continue
         if run:
             candidates.append(["".join(run)])
+            joined = _leading_literals([(op, arg)])
+            if joined:  # "] via " then (SHM/|direct ...): "] via SHM/" or "] via direct ..." is far rarer
+                candidates.append(["".join(run) + lead for lead in joined])
             run = []
         if op == sre_parse.SUBPATTERN:
             inner = _sequence_literals(list(arg[-1]))
@@ -78,6 +81,28 @@ def _sequence_literals(items: list, all_groups: bool = False):
     if not usable:
         return None
     return max(usable, key=lambda c: (min(len(x) for x in c), -len(c)))
+
+
+def _leading_literals(items: list) -> list[str] | None:
+    """The literal each alternative of a group or branch starts with, when every one starts with one."""
+    if not items:
+        return None
+    op, arg = items[0]
+    if op == sre_parse.SUBPATTERN:
+        return _leading_literals(list(arg[-1]))
+    if op == sre_parse.BRANCH:
+        leads = [_leading_run(list(branch)) for branch in arg[1]]
+        return leads if all(leads) else None
+    return None
+
+
+def _leading_run(items: list) -> str:
+    chars = []
+    for op, arg in items:
+        if op != sre_parse.LITERAL:
+            break
+        chars.append(chr(arg))
+    return "".join(chars)
 
 
 Literal = tuple[str, bool]  # (text, ignorecase)

@@ -60,7 +60,7 @@ class Hit:
 
 
 PREFILTER_MIN = 6
-MAX_COUNTED_LINES = 1000  # a signal that matched this many lines is reported as "1000 or more"
+MAX_COUNTED_LINES = 100  # a signal that matched this many lines is reported as "100 or more"; counting on costs time
 
 
 def signature_hits(scanner: TextScanner, signatures: list[Signature], *, per_signature: int = 3,

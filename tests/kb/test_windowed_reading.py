@@ -62,3 +62,13 @@ def test_rank_files_read_in_parallel_give_what_one_process_gives(rules, tmp_path
     serial = log_diagnose(paths, rules, workers=1)
     parallel = log_diagnose(paths, rules, workers=2)
     assert summary(parallel) == summary(serial)
+
+
+@pytest.mark.parametrize("shape", ["multi-rank", "console"])
+def test_a_large_log_read_in_windows_whose_look_ahead_ends_mid_line_gives_the_whole_read(rules, tmp_path, shape):
+    """Regression: the window's end was found one line early when its look-ahead did not end on a line break."""
+    from kb.benchmark import bench_log_write, console_log_write
+    path = tmp_path / "job.log"
+    (bench_log_write if shape == "multi-rank" else console_log_write)(path, size_bytes=1_500_000)
+    whole, windowed = whole_and_windowed(path.read_bytes(), rules, window=100_003, lookahead=10_007)
+    assert windowed == whole
