@@ -27,6 +27,7 @@ from kb.diagnosis.text import REPAIR_LIMIT, LineLocator, log_clean, paste_repair
 EVIDENCE_PER_SIGNAL = 3
 MAX_HARMLESS = 20
 WINDOW_BYTES = 32 * 1024 * 1024
+WHOLE_READ_LIMIT = 64 * 1024 * 1024  # a file up to this size is read in one piece (no window copies)
 LOOKAHEAD_BYTES = 256 * 1024
 LOOKBEHIND_BYTES = 4096  # lines before a window: a stack's heading ("=== rank 3 ===") may be just before it
 
@@ -74,6 +75,13 @@ def source_read(data: Source, rules: Rules, *, label: str | None, deadline: floa
                 repair: bool = True) -> FileReading:
     """Read one source (bytes, text, a path or a binary file object) window by window."""
     reading = FileReading(label=label)
+    if isinstance(data, Path) and data.stat().st_size <= min(WHOLE_READ_LIMIT, window_bytes * 2):
+        data = data.read_bytes()
+    if isinstance(data, (bytes, bytearray)) and REPAIR_LIMIT < len(data) <= min(WHOLE_READ_LIMIT, window_bytes * 2):
+        _window_read(data, rules, reading, label, base_line=0, core_start=0, core_end=None, deadline=deadline,
+                     repair=False)  # one piece: a program-written log, too big to be a paste
+        reading.bytes = len(data)
+        return reading
     if isinstance(data, str) or (isinstance(data, (bytes, bytearray)) and len(data) <= REPAIR_LIMIT and repair):
         _window_read(data, rules, reading, label, base_line=0, core_start=0, core_end=None, deadline=deadline,
                      repair=repair)
