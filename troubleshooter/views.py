@@ -12,6 +12,7 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_safe
 from django_htmx.middleware import HtmxDetails
 
+from kb.report_views import wizard_vote_context
 from troubleshooter.echo import text_shown
 from troubleshooter.engine import StateError, step_resolve, tree_step
 from troubleshooter.library import library_published
@@ -47,6 +48,8 @@ def step(request: HtmxHttpRequest, tree_id: str) -> TemplateResponse:
     resolved, state_error = step_resolve(tree, answers)
     error = error or state_error
     context = step_view_model(tree, resolved, answers, error, absolute=request.build_absolute_uri)
+    if resolved.leaf is not None:  # "Did this fix it?" on the outcome, like results and case pages
+        context["vote"] = wizard_vote_context(request, resolved.leaf.case, request.get_full_path())
     partial = bool(request.htmx) and not request.htmx.history_restore_request
     template = "troubleshooter/_step.html" if partial else "troubleshooter/step.html"
     response = TemplateResponse(request, template, context, status=400 if error else 200)

@@ -9,6 +9,7 @@ import pytest
 from tests.kb.html_checks import assert_valid_html, element_ids
 from kb.content.cases import content_revision
 from troubleshooter.engine import tree_step
+from troubleshooter.links import step_url
 from troubleshooter.tree_model import tree_walk
 
 pytestmark = pytest.mark.django_db
@@ -258,3 +259,17 @@ def test_a_tree_the_last_load_refused_does_not_reach_the_wizard(client, settings
         call_command("load_content", verbosity=0)
     response = client.get("/troubleshoot/hang/")
     assert response.status_code == 200 and b"When does the job stop making progress?" in response.content
+
+
+@pytest.mark.django_db
+def test_a_troubleshooter_outcome_asks_did_this_fix_it_and_counts_the_vote(client, loaded_content, library):
+    import re
+    from kb.reports.store import case_feedback
+    state = next(iter(tree_walk(library.trees["hang"])))
+    leaf = tree_step(library.trees["hang"], state).leaf
+    page = client.get(step_url("hang", state)).content.decode()
+    assert "Did this fix it?" in page and 'name="target" value="wizard"' in page
+    ballot = re.search(r'name="ballot" value="([^"]+)"', page).group(1)
+    ref = re.search(r'name="ref" value="([^"]+)"', page).group(1)
+    response = client.post("/vote", {"target": "wizard", "ballot": ballot, "ref": ref, "answer": "yes"})
+    assert response.status_code in (200, 302) and case_feedback(leaf.case)["yes"] == 1
