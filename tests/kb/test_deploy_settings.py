@@ -8,7 +8,9 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def manage(*args: str, **env: str) -> subprocess.CompletedProcess:
-    environment = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "DEBUG", "DATABASE_URL")}
+    # The browser tests' DJANGO_ALLOW_ASYNC_UNSAFE (tests/browser/conftest.py) is no part of a deployment.
+    unset = ("SECRET_KEY", "DEBUG", "DATABASE_URL", "DJANGO_ALLOW_ASYNC_UNSAFE")
+    environment = {k: v for k, v in os.environ.items() if k not in unset}
     environment.update(env)
     return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=environment,
                           capture_output=True, text=True, timeout=120)
