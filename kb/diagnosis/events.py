@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from kb.diagnosis.scanning import TextScanner, required_literals
 from kb.diagnosis.stacks import Stack
-from kb.diagnosis.text import LineLocator
+from kb.diagnosis.text import TAG_OUTPUT_PREFIX, TORCHRUN_PREFIX, LineLocator
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ _SIGNALS = {-9: "sigkill", -7: "signal", -11: "signal", -4: "signal"}
 _EFFECT_WORDS = ("imeout", "timed out", "Timed out", "DistBackendError", "DistNetworkError", "DistStoreError",
                  "ChildFailedError", "KeyboardInterrupt", "SignalException", "NCCL", "ProcessGroup", "watchdog",
                  "Connection", "Broken pipe", "SystemExit", "aborted", "Gloo")
-_RANK_NEAR = re.compile(r"\[(?:default|rank)(\d{1,5})\]:|\[Rank (\d{1,5})\]|\[\d{1,5},(\d{1,5})\]<std|\brank[ :=]{1,3}(\d{1,5})\b")
+_RANK_NEAR = re.compile(rf"{TORCHRUN_PREFIX}|\[Rank (\d{{1,5}})\]|{TAG_OUTPUT_PREFIX}|\brank[ :=]{{1,3}}(\d{{1,5}})\b")
 _TIME = re.compile(r"(\d{4}-\d\d-\d\d[T _]\d\d:\d\d:\d\d)|[EWIF](\d{4} \d\d:\d\d:\d\d)|\[(\w{3} \w{3} {1,2}\d{1,2} \d\d:\d\d:\d\d \d{4})\]")
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kb.diagnosis.scanning import TextScanner, required_literals
-from kb.diagnosis.text import LineLocator
+from kb.diagnosis.text import SRUN_LABEL_PREFIX, TAG_OUTPUT_PREFIX, LineLocator
 
 
 # Fact names the engine computes itself; signature named groups may not reuse them.
@@ -314,8 +314,8 @@ def ranks_extract(scanner: TextScanner, lines: LineLocator) -> dict[int, RankSta
     return ranks
 
 
-_TAG_OUTPUT_RE = re.compile(r"\[\d{1,5},(\d{1,5})\]<std(?:out|err)>:")
-_SRUN_LABEL_RE = re.compile(r"^(\d{1,5}): ", re.MULTILINE)
+_TAG_OUTPUT_RE = re.compile(TAG_OUTPUT_PREFIX)
+_SRUN_LABEL_RE = re.compile(SRUN_LABEL_PREFIX, re.MULTILINE)
 
 
 def _ranks_seen(scanner: TextScanner, ranks: dict[int, RankState]) -> list[int]:

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from kb.diagnosis.scanning import TextScanner
-from kb.diagnosis.text import LineLocator
+from kb.diagnosis.text import LineLocator, rank_prefix_split
 
 MAX_STACKS = 256
 MAX_FRAMES = 200
@@ -30,8 +30,6 @@ _FAULT_FRAME = re.compile(r'File "([^"\n]{1,500})", line \d+ in ([^\s]{1,200})')
 _PYSPY_FRAME = re.compile(r"^\s{2,}(\S{1,200}) \(([^()\s]{1,500}?)(?::\d+)?\)\s*$")
 _GDB_FRAME = re.compile(r"#(\d{1,4})\s+(?:0x[0-9a-fA-F]+ in )?([\w:~<>.@]{1,300}) \(")
 _GDB_WHERE = re.compile(r"\) (?:at ([^\s:]{1,300}):\d+|from (\S{1,300}))\s*$")
-# Prefixes launchers put before each line, with the rank they name.
-_RANK_PREFIX = re.compile(r"\[(?:default|rank)(\d{1,5})\]:|\[\d{1,5},(\d{1,5})\]<std(?:out|err)>:|^(\d{1,5}): ")
 _RANK_MENTION = re.compile(r"\brank[ _:=#]?(\d{1,5})\b", re.IGNORECASE)
 
 
@@ -89,19 +87,10 @@ def _lines_from(text: str, start: int):
         pos = end + 1
 
 
-def _strip(line: str) -> tuple[str, int | None]:
-    """The line without a launcher's rank prefix, and the rank it named."""
-    match = _RANK_PREFIX.search(line[:80])
-    if not match:
-        return line, None
-    rank = next(int(g) for g in match.groups() if g is not None)
-    return line[match.end():], rank
-
-
 def _stack_at(text: str, start: int, lines: LineLocator) -> Stack | None:
     walker = _lines_from(text, start)
     offset, header = next(walker)
-    header, rank = _strip(header)
+    header, rank = rank_prefix_split(header)
     if rank is None:
         rank = _rank_nearby(text, start)
     line_no = lines.line_number(offset)
@@ -129,7 +118,7 @@ def _traceback(walker, stack: Stack, lines: LineLocator) -> Stack:
     """Python prints the outermost frame first; the exception line ends the block."""
     frames: list[tuple[str, int]] = []
     for offset, raw in walker:
-        line, _ = _strip(raw)
+        line, _ = rank_prefix_split(raw)
         match = _TRACEBACK_FRAME.search(line)
         if match:
             frames.append((frame_name(match.group(1), match.group(2)), offset))
@@ -149,7 +138,7 @@ def _traceback(walker, stack: Stack, lines: LineLocator) -> Stack:
 def _frames(walker, stack: Stack, pattern: re.Pattern, lines: LineLocator) -> Stack:
     """faulthandler prints the innermost frame first, one `File "...", line N in f` per line."""
     for offset, raw in walker:
-        line, _ = _strip(raw)
+        line, _ = rank_prefix_split(raw)
         match = pattern.search(line)
         if not match:
             break
@@ -163,7 +152,7 @@ def _frames(walker, stack: Stack, pattern: re.Pattern, lines: LineLocator) -> St
 def _pyspy(walker, stack: Stack, lines: LineLocator) -> Stack:
     """py-spy prints `    function (path:line)` innermost first; --locals adds indented name = value lines."""
     for offset, raw in walker:
-        line, _ = _strip(raw)
+        line, _ = rank_prefix_split(raw)
         match = _PYSPY_FRAME.match(line)
         if match:
             stack.frames.append(frame_name(match.group(2), match.group(1)))
@@ -182,7 +171,7 @@ def _gdb(offset: int, header: str, walker, stack: Stack, lines: LineLocator) -> 
     def rows():
         yield offset, header
         for line_offset, raw in walker:
-            yield line_offset, _strip(raw)[0]
+            yield line_offset, rank_prefix_split(raw)[0]
 
     for line_offset, line in rows():
         match = _GDB_FRAME.search(line)

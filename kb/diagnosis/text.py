@@ -122,6 +122,23 @@ def paste_repair(text: str) -> Repaired:
     return Repaired("\n".join(out), joins, notes)
 
 
+# The rank prefixes launchers put before each line, written once: PyTorch's `[rankN]:` and torchrun's
+# `[defaultN]:`, mpirun --tag-output's `[job,rank]<stderr>:`, srun --label's `N: `. One group each: the rank.
+TORCHRUN_PREFIX = r"\[(?:default|rank)(\d{1,5})\]:"
+TAG_OUTPUT_PREFIX = r"\[\d{1,5},(\d{1,5})\]<std(?:out|err)>:"
+SRUN_LABEL_PREFIX = r"^(\d{1,5}): "
+_RANK_PREFIX_RE = re.compile(f"{TORCHRUN_PREFIX}|{TAG_OUTPUT_PREFIX}|{SRUN_LABEL_PREFIX}")
+
+
+def rank_prefix_split(line: str) -> tuple[str, int | None]:
+    """The line without a launcher's rank prefix (looked for in its first 80 characters), and the rank it named."""
+    match = _RANK_PREFIX_RE.search(line[:80])
+    if not match:
+        return line, None
+    rank = next(int(g) for g in match.groups() if g is not None)
+    return line[match.end():], rank
+
+
 # How a log line begins: a launcher or logger prefix, a timestamp, a glog header, an NCCL host:pid:tid.
 _LINE_START_RE = re.compile(r"\s*(?:\[|\d{4}-\d\d-\d\d|[EWIF]\d{4} |[A-Za-z0-9_.-]{1,64}:\d+:\d+ \[|Traceback|File \"|#\d"
                             r"|frame #\d|Exception raised from|terminate called|what\(\)|[A-Z]\w{2,40}(?:Error|Exception|Warning):)")
