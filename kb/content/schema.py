@@ -76,27 +76,28 @@ def _id_check(value: str) -> str | None:
     return None if SIGNATURE_ID_RE.match(value) else f"id '{value}' must be lowercase words joined by '-'"
 
 
-def _versions_check(value: Any) -> str | None:
-    """`{software: "PEP 440 specifiers"}`, e.g. `{pytorch: ">=2.2,<2.14", nccl: ">=2.24"}`."""
+def _software_map_check(value: Any, valid: Callable[[str], bool], mapping_hint: str, item_hint: str) -> str | None:
+    """A non-empty mapping from known software names to strings that `valid` accepts."""
     if not isinstance(value, dict) or not value:
-        return "must map software names to version specifiers, e.g. {pytorch: '>=2.2,<2.14'}"
-    for name, spec in value.items():
+        return f"must map software names to {mapping_hint}"
+    for name, item in value.items():
         if name not in SOFTWARE:
             return f"unknown software '{name}' (allowed: {', '.join(SOFTWARE)})"
-        if not isinstance(spec, str) or not version_spec_valid(spec):
-            return f"'{spec}' for {name} is not a version specifier such as '>=2.2,<2.14'"
+        if not isinstance(item, str) or not valid(item):
+            return f"'{item}' for {name} is not {item_hint}"
     return None
+
+
+def _versions_check(value: Any) -> str | None:
+    """`{software: "PEP 440 specifiers"}`, e.g. `{pytorch: ">=2.2,<2.14", nccl: ">=2.24"}`."""
+    return _software_map_check(value, version_spec_valid, "version specifiers, e.g. {pytorch: '>=2.2,<2.14'}",
+                               "a version specifier such as '>=2.2,<2.14'")
 
 
 def _version_pins_check(value: Any) -> str | None:
-    if not isinstance(value, dict) or not value:
-        return "must map software names to the versions reviewed against, e.g. {pytorch: '2.14.1'}"
-    for name, version in value.items():
-        if name not in SOFTWARE:
-            return f"unknown software '{name}' (allowed: {', '.join(SOFTWARE)})"
-        if not isinstance(version, str) or not version_spec_valid("==" + version):
-            return f"'{version}' for {name} is not a version such as '2.14.1'"
-    return None
+    """`{software: "release"}`: the releases a page was reviewed against."""
+    return _software_map_check(value, lambda version: version_spec_valid("==" + version),
+                               "the versions reviewed against, e.g. {pytorch: '2.14.1'}", "a version such as '2.14.1'")
 
 
 EXAMPLE_FIELDS = {

@@ -141,3 +141,25 @@ def test_every_problem_in_every_file_is_reported_at_once(tmp_path):
     write_case(tmp_path / "content", "second-case", case_text("second-case", front=VALID_FRONT_MATTER.format(slug="second-case").replace("kind: docs", "kind: blog", 1)))
     _, errors = case_files_read(tmp_path / "content")
     assert [e.path for e in errors] == ["content/cases/first-case.md", "content/cases/second-case.md"]
+
+
+def test_reviewed_against_takes_releases_not_specifiers(tmp_path):
+    text = case_text("test-case", front=front(**{"symptoms:\n": "reviewed_against: {pytorch: '>=2.4'}\nsymptoms:\n"}))
+    errors = errors_for(tmp_path, text)
+    assert len(errors) == 1
+    assert errors[0].startswith(f"content/cases/test-case.md:{line_of(text, 'reviewed_against:')}: ")
+    assert errors[0].endswith("'>=2.4' for pytorch is not a version such as '2.14.1'")
+
+
+def test_reviewed_against_names_only_known_software(tmp_path):
+    text = case_text("test-case", front=front(**{"symptoms:\n": "reviewed_against: {pytroch: '2.4.1'}\nsymptoms:\n"}))
+    errors = errors_for(tmp_path, text)
+    assert len(errors) == 1
+    assert "unknown software 'pytroch' (allowed: pytorch, nccl," in errors[0]
+
+
+def test_signature_versions_take_specifiers(tmp_path):
+    text = case_text("test-case", front=front(**{"    weight: 6\n": "    weight: 6\n    versions: {pytorch: 'two'}\n"}))
+    errors = errors_for(tmp_path, text)
+    assert len(errors) == 1
+    assert errors[0].endswith("'two' for pytorch is not a version specifier such as '>=2.2,<2.14'")
