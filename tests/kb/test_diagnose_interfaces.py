@@ -1,7 +1,6 @@
 """The CLI, the JSON API and the page give the same diagnosis; limits and bad input get clear answers."""
 import re
 import io
-import json
 from pathlib import Path
 
 import pytest
@@ -10,6 +9,8 @@ from django.core.management import call_command
 
 from tests.kb.html_checks import assert_valid_html
 
+from tests.kb.diagnose_cli import diagnose_json
+
 pytestmark = pytest.mark.django_db
 LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
 WATCHDOG = ("[rank3]:[E ProcessGroupNCCL.cpp:563] [Rank 3] Watchdog caught collective operation timeout: "
@@ -17,16 +18,10 @@ WATCHDOG = ("[rank3]:[E ProcessGroupNCCL.cpp:563] [Rank 3] Watchdog caught colle
             "Timeout(ms)=600000) ran for 600512 milliseconds before timing out.")
 
 
-def cli_json(*args: str) -> dict:
-    out = io.StringIO()
-    call_command("diagnose", *args, "--json", stdout=out)
-    return json.loads(out.getvalue())
-
-
 def test_cli_json_follows_the_contract(tmp_path):
     log = tmp_path / "job.log"
     log.write_text(WATCHDOG + "\n")
-    result = cli_json(str(log))
+    result = diagnose_json(str(log))
     assert set(result) >= {"matches", "facts", "stats"}
     first = result["matches"][0]
     assert first["slug"] == "llama3-fsdp-allgather-timeout" and 0.5 <= first["confidence"] <= 1
@@ -36,13 +31,13 @@ def test_cli_json_follows_the_contract(tmp_path):
 
 def test_cli_reads_standard_input(monkeypatch):
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO((WATCHDOG + "\n").encode())))
-    assert cli_json("-")["matches"][0]["slug"] == "llama3-fsdp-allgather-timeout"
+    assert diagnose_json("-")["matches"][0]["slug"] == "llama3-fsdp-allgather-timeout"
 
 
 def test_cli_and_api_agree(client, tmp_path):
     log = tmp_path / "job.log"
     log.write_bytes((LOGS / "barrier_rank0_silent_torch23.log").read_bytes())
-    from_cli = cli_json(str(log))
+    from_cli = diagnose_json(str(log))
     from_api = client.post("/api/diagnose", data=log.read_bytes(), content_type="text/plain").json()
     assert [(m["slug"], m["confidence"]) for m in from_cli["matches"]] == [(m["slug"], m["confidence"]) for m in from_api["matches"]]
     assert from_cli["facts"] == from_api["facts"]

@@ -1,25 +1,19 @@
 """The command line reads a whole job: a torchrun --log-dir tree, an archive of it, Flight Recorder dumps."""
 import io
-import json
 import shutil
 import tarfile
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 from django.core.management.base import CommandError
+
+from tests.kb.diagnose_cli import diagnose_json
 
 pytestmark = pytest.mark.django_db
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TIMEOUT = ("[rank{r}]:[E ProcessGroupNCCL.cpp:563] [Rank {r}] Watchdog caught collective operation timeout: "
            "WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600103 "
            "milliseconds before timing out.\n")
-
-
-def diagnose(*paths: str) -> dict:
-    out = io.StringIO()
-    call_command("diagnose", *paths, "--json", stdout=out)
-    return json.loads(out.getvalue())
 
 
 @pytest.fixture
@@ -34,7 +28,7 @@ def log_dir(tmp_path: Path) -> Path:
 
 
 def test_a_torchrun_log_dir_is_read_as_one_job(log_dir):
-    result = diagnose(str(log_dir))
+    result = diagnose_json(str(log_dir))
     assert result["facts"]["timed_out_ranks"] == [1, 2, 3] and result["ranks"]["silent"] == [0]
 
 
@@ -42,7 +36,7 @@ def test_an_archive_of_the_log_dir_gives_the_same_answer(log_dir, tmp_path):
     archive = tmp_path / "job.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:
         tar.add(log_dir, arcname="logs")
-    assert diagnose(str(archive))["ranks"] == diagnose(str(log_dir))["ranks"]
+    assert diagnose_json(str(archive))["ranks"] == diagnose_json(str(log_dir))["ranks"]
 
 
 def test_a_hostile_archive_is_refused_with_a_message(tmp_path):
@@ -53,12 +47,12 @@ def test_a_hostile_archive_is_refused_with_a_message(tmp_path):
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
     with pytest.raises(CommandError, match="evil.tar"):
-        diagnose(str(archive))
+        diagnose_json(str(archive))
 
 
 def test_flight_recorder_dumps_name_the_rank_that_issued_a_different_collective(tmp_path):
     dumps = tmp_path / "dumps"
     shutil.copytree(FIXTURES / "flight_recorder" / "mismatched_op", dumps)
-    result = diagnose(str(dumps))
+    result = diagnose_json(str(dumps))
     assert result["matches"][0]["slug"] == "collective-mismatch-desync"
     assert "rank(s) 3" in result["flight_recorder"]["summary"]
