@@ -56,7 +56,10 @@ FACT_RULES: tuple[Pattern, ...] = (
     _rule("interfaces", r"NCCL_SOCKET_IFNAME set by environment to (\S+)", "set"),
     _rule("transport", r"NCCL INFO Using network (\w+)", "set"),
     _rule("p2p_channels", r" via (P2P/\w+)", "set"),
-    _rule("hosts", r"^(?:\[\S+\] )?([A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] NCCL", "set"),
+    # NCCL's "host:pid:tid [dev] NCCL" head, after a launcher's line prefix if any (torchrun's [default0]:,
+    # mpirun --tag-output, srun --label, deepspeed's "host: ", a bracketed timestamp)
+    _rule("hosts", r"^(?:\[[^\]\n]{1,40}\] |\[(?:default|rank)\d{1,5}\]: ?|\[\d{1,5},\d{1,5}\]<std(?:out|err)>: ?"
+                   r"|[\w.-]{1,64}: )?([A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] NCCL", "set"),
     _rule("world_size", r"\bnranks (\d+)", "max"),
     _rule("world_size", r"[Ww]orld[ _]size[:= ]{1,3}(\d+)", "max"),
     _rule("world_size", r"\bWORLD_SIZE[=:] ?'?(\d+)", "max"),

@@ -11,9 +11,10 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from kb.diagnosis.scanning import bytes_contain
+
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 _ANSI_BYTES_RE = re.compile(_ANSI_RE.pattern.encode())
-_CR_TO_SPACE = bytes.maketrans(b"\r", b" ")
 
 
 def log_text(data: bytes | str) -> tuple[str, bool]:
@@ -38,7 +39,9 @@ def log_clean(data: bytes | str) -> tuple[str, bytes | None]:
     if b"\x1b" in cleaned:
         cleaned = _ANSI_BYTES_RE.sub(b"", cleaned)
     if b"\r" in cleaned:
-        cleaned = cleaned.replace(b"\r\n", b"\n").translate(_CR_TO_SPACE)
+        if bytes_contain(cleaned, b"\r\n"):
+            cleaned = cleaned.replace(b"\r\n", b"\n")
+        cleaned = cleaned.replace(b"\r", b" ")
     if b"\x00" in cleaned:
         cleaned = cleaned.replace(b"\x00", b"")
     text = cleaned.decode("utf-8", errors="replace")

@@ -164,6 +164,42 @@ def test_results_are_the_same_without_the_hyperscan_prefilter(signatures, monkey
         assert a.facts == b.facts
 
 
+def test_lines_are_found_in_every_chunk_that_holds_them_and_across_chunk_boundaries(monkeypatch):
+    monkeypatch.setattr(scanning, "CHUNK_BYTES", 64)
+    filler = "iteration 10 | lm loss: 2.5 |\n" * 40
+    text = "host:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 8 - Init COMPLETE\n" + filler
+    text += "x" * (2 * 64 - len(text) % 64 - 3) + "nranks 16\n" + filler + "last nranks 32"  # straddles a boundary
+    literal = ("nranks ", False)
+    with_map = list(TextScanner(text, [literal]).lines_with("nranks "))
+    assert with_map == list(TextScanner(text, [literal], use_hyperscan=False).lines_with("nranks "))
+    assert [text[a:b].split("nranks ")[1][:2] for a, b in with_map] == ["8 ", "16", "32"]
+
+
+def test_the_last_match_is_found_from_the_last_chunk_holding_its_literal(monkeypatch):
+    import re
+    monkeypatch.setattr(scanning, "CHUNK_BYTES", 64)
+    text = "> compiling and loading fused kernels ...\n" + "iteration 1 | loss 2.0\n" * 30 + "> compiling and loading fused kernels again\n"
+    text += "iteration 2 | loss 1.9\n" * 30
+    regex = re.compile(r"> compiling and loading fused kernels \w+")
+    found = TextScanner(text, [("compiling and loading", False)]).last_match(regex, ("compiling and loading",))
+    assert found.group(0).endswith("again")
+
+
+def test_crlf_is_found_with_and_without_hyperscan(monkeypatch):
+    data = b"progress 10%\rprogress 50%\rdone\r\nnext line\r\n"
+    assert log_decode(data) == "progress 10% progress 50% done\nnext line\n"
+    monkeypatch.setattr(scanning, "hyperscan", None)
+    assert log_decode(data) == "progress 10% progress 50% done\nnext line\n"
+    assert log_decode(b"bar 10%\rbar 20%\n") == "bar 10% bar 20%\n"
+
+
+@pytest.mark.parametrize("prefix", ["", "[default3]:", "[rank3]:", "[1,3]<stderr>:", "worker-1: ", "[2024-05-01 03:00:00] "])
+def test_nccl_hosts_are_read_behind_a_launcher_prefix(prefix):
+    text = f"{prefix}node-b:4123:4188 [3] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n"
+    facts, _ = facts_extract(TextScanner(text, fact_literals()), LineLocator(text))
+    assert facts["hosts"] == ["node-b"]
+
+
 @pytest.mark.parametrize("data, unchanged", [
     (b"plain ascii line\n", True),
     (b"\x1b[31mcolour\x1b[0m\n", False),
