@@ -56,7 +56,7 @@ def diagnosis_json(diagnosis: Diagnosis) -> dict[str, Any]:
         verdict = diagnosis.verdict
         body["ranks"] = {"summary": verdict.summary, "behind": verdict.behind, "silent": verdict.silent,
                          "disagree": verdict.disagree, "first_collective": verdict.first_collective,
-                         "groups": verdict.groups, "table": verdict.table}
+                         "object_collective": verdict.object_collective, "groups": verdict.groups, "table": verdict.table}
     if diagnosis.failure:
         failure = diagnosis.failure
         body["first_failure"] = {"kind": failure.kind, "rank": failure.rank, "line": failure.line,

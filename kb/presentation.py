@@ -39,6 +39,7 @@ FACT_LABELS = {
     "behind_ranks": "Ranks behind",
     "ranks_disagree": "Ranks disagree (desync)",
     "first_collective": "Stuck in the first collective",
+    "object_collective": "Object collective (size exchange)",
     "first_failure": "First failure",
     "first_failure_rank": "Rank that failed first",
     "stack_frames": "Innermost stack frames",

@@ -24,6 +24,8 @@ FACTS: dict[str, tuple[str, str]] = {
     "behind_ranks": ("ints", "ranks whose last completed collective is the lowest"),
     "ranks_disagree": ("bool", "ranks were in different collectives at the same or adjacent SeqNum (a desync)"),
     "first_collective": ("bool", "every rank that timed out was in its process group's first collective"),
+    "object_collective": ("bool", "the timed-out collective is an ALLGATHER of one element per rank (NumelIn=1, NumelOut = group "
+                                  "size): the size exchange all_gather_object and gather_object begin with"),
     "stage": ("str", "the last progress stage printed before the output stops"),
     "stages_done": ("strs", "stages whose completion marker was printed"),
     "launcher": ("str", "the outermost launcher found: srun, mpirun, deepspeed, accelerate, torchrun"),

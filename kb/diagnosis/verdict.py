@@ -22,6 +22,7 @@ class RankVerdict:
     table: list[dict]
     groups: list[dict] = field(default_factory=list)
     first_collective: bool = False
+    object_collective: bool = False
 
 
 def rank_verdict(ranks: dict[int, RankState], world_size: int | None, failure: Failure | None = None) -> RankVerdict | None:
@@ -39,6 +40,7 @@ def rank_verdict(ranks: dict[int, RankState], world_size: int | None, failure: F
     seqs = [s.seq for s in reporting.values() if s.seq is not None]
     first = bool(seqs) and max(seqs) <= 1 and len({s.pg for s in reporting.values()}) == 1
     size = max(world_size or 0, max(reporting) + 1)
+    objects = any(_size_exchange(s) for s in reporting.values())
 
     parts = [f"{_ranks_text(sorted(reporting))} timed out"]
     ops = sorted({s.op for s in reporting.values() if s.op})
@@ -47,6 +49,9 @@ def rank_verdict(ranks: dict[int, RankState], world_size: int | None, failure: F
     if first:
         parts.append("every one of them was in its first collective: the ranks never completed a single "
                      "collective together, which points at the platform (network, GPUs, a rank still starting), not the model")
+    if objects and not first:
+        parts.append("the collective is the size exchange of all_gather_object or gather_object (one number per rank), "
+                     "which torch.distributed.checkpoint's save steps begin with")
     if behind:
         parts.append(f"{_ranks_text(behind)} had made the least progress and {'is' if len(behind) == 1 else 'are'} behind the others")
     if disagree:
@@ -58,7 +63,8 @@ def rank_verdict(ranks: dict[int, RankState], world_size: int | None, failure: F
         parts.insert(0, failure_text(failure) + f"; the {len(reporting)} timeout(s) that follow are its effect")
     summary = "; ".join(parts) + "."
     return RankVerdict(summary=summary[0].upper() + summary[1:], behind=behind, silent=silent, disagree=disagree,
-                       table=table, groups=_groups(reporting, silent, behind), first_collective=first)
+                       table=table, groups=_groups(reporting, silent, behind), first_collective=first,
+                       object_collective=objects)
 
 
 def failure_text(failure: Failure) -> str:
@@ -80,7 +86,14 @@ def verdict_facts(verdict: RankVerdict | None) -> dict[str, Any]:
     if verdict is None:
         return {}
     return {"silent_ranks": verdict.silent, "behind_ranks": verdict.behind,
-            "ranks_disagree": verdict.disagree, "first_collective": verdict.first_collective}
+            "ranks_disagree": verdict.disagree, "first_collective": verdict.first_collective,
+            "object_collective": verdict.object_collective}
+
+
+def _size_exchange(state: RankState) -> bool:
+    """all_gather_object and gather_object (torch/distributed/distributed_c10d.py) first all-gather each rank's
+    pickled size as a one-element int64 tensor into a list: OpType=ALLGATHER, NumelIn=1, NumelOut=group size."""
+    return state.op == "ALLGATHER" and state.numel_in == 1 and (state.numel_out or 0) >= 2
 
 
 def _disagree(reporting: dict[int, RankState]) -> bool:

@@ -92,6 +92,20 @@ def test_every_rank_in_its_first_collective_is_reported(rules):
     assert diagnosis.facts["first_collective"] is True
 
 
+def test_an_allgather_of_one_element_per_rank_is_an_object_collective(rules):
+    text = "\n".join(TIMEOUT.format(r=r, op="ALLGATHER", seq=493).replace("NumelOut=1,", "NumelOut=4,") for r in (2, 3))
+    diagnosis, _ = best(rules, text)
+    assert diagnosis.facts["object_collective"] is True
+    assert "size exchange of all_gather_object" in diagnosis.verdict.summary
+
+
+@pytest.mark.parametrize("op, numel_out", [("ALLGATHER", 1), ("_ALLGATHER_BASE", 4), ("ALLREDUCE", 4)])
+def test_other_collectives_are_not_object_collectives(rules, op, numel_out):
+    text = "\n".join(TIMEOUT.format(r=r, op=op, seq=493).replace("NumelOut=1,", f"NumelOut={numel_out},") for r in (2, 3))
+    diagnosis, _ = best(rules, text)
+    assert diagnosis.facts["object_collective"] is False
+
+
 def test_a_stack_frame_decides_a_case(rules):
     text = 'Thread 4242 (idle): "MainThread"\n    wait (torch/utils/file_baton.py:42)\n    _jit_compile (torch/utils/cpp_extension.py:1535)\n'
     diagnosis, slug = best(rules, text)
