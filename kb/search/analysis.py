@@ -3,6 +3,7 @@
 Log identifiers must survive whole (`ALLGATHER_BASE`, `NCCL_SOCKET_IFNAME`, `ProcessGroupNCCL.cpp`)
 so an exact identifier ranks first, and their parts must be searchable too (`allgather`, `ifname`).
 """
+import functools
 import re
 from typing import Iterator
 
@@ -88,13 +89,22 @@ def term_spans(text: str, terms: frozenset[str]) -> list[tuple[int, int, str]]:
     if not any(term in lowered for term in terms):
         return []
     spans: list[tuple[int, int, str]] = []
+    for span in _token_spans(text):
+        if span[2] in terms and (not spans or spans[-1][:2] != span[:2]):
+            spans.append(span)
+    return spans
+
+
+@functools.lru_cache(maxsize=2048)
+def _token_spans(text: str) -> tuple[tuple[int, int, str], ...]:
+    """Every token of `text` with where it sits (a part: the part itself, not its whole identifier).
+    Section texts are the same for every query until content is reloaded, so a worker analyses each once."""
+    lowered = text.lower()
+    out: list[tuple[int, int, str]] = []
     for token in log_analyzer()(text, chars=True):
-        if token.text not in terms:
-            continue
         start, end = token.startchar, token.endchar
         inside = lowered.find(token.text, start, end)
-        if inside >= 0:  # a part: mark the part itself, not its whole identifier
+        if inside >= 0:
             start, end = inside, inside + len(token.text)
-        if not spans or spans[-1][:2] != (start, end):
-            spans.append((start, end, token.text))
-    return spans
+        out.append((start, end, token.text))
+    return tuple(out)
