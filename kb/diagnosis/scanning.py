@@ -35,9 +35,22 @@ def required_literals(pattern: str, ignorecase: bool = False) -> tuple[str, ...]
     return groups[0] if groups else ()
 
 
-def required_literal_groups(pattern: str, ignorecase: bool = False) -> tuple[tuple[str, ...], ...]:
+LiteralGroups = tuple[tuple[str, ...], ...]
+# Derived literal groups by (pattern, ignorecase): content validation and the rules compile ask for the same
+# patterns, and deriving parses each one.
+_GROUPS: dict[tuple[str, bool], LiteralGroups] = {}
+
+
+def required_literal_groups(pattern: str, ignorecase: bool = False) -> LiteralGroups:
     """Every any-of literal set a match must satisfy, best (longest) first. A line can only match when
     each group has a literal in it, so a pattern whose groups are not all present in a log is skipped."""
+    key = (pattern, ignorecase)
+    if key not in _GROUPS:
+        _GROUPS[key] = _literal_groups_derive(pattern, ignorecase)
+    return _GROUPS[key]
+
+
+def _literal_groups_derive(pattern: str, ignorecase: bool) -> LiteralGroups:
     try:
         parsed = sre_parse.parse(pattern)
     except re.error:

@@ -5,6 +5,7 @@ literals (see kb.diagnosis.scanning), so a large log costs a few substring searc
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Iterable, Iterator
@@ -19,9 +20,16 @@ class Signature:
     description: str
     weight: float
     anchor: bool
-    regex: re.Pattern
+    pattern: str
+    flags: int
     ignorecase: bool
     guards: tuple[tuple[str, ...], ...]  # every match contains one literal of each group, best group first
+
+    @property
+    def regex(self) -> re.Pattern:
+        """Compiled on first use: most signatures' literals are absent from a given log, so the command line
+        on a short paste compiles a handful of patterns, not all of them."""
+        return _compiled(self.pattern, self.flags)
 
     @property
     def literals(self) -> tuple[str, ...]:
@@ -45,10 +53,15 @@ def signatures_compile(cases: Iterable[dict]) -> list[Signature]:
             flags = re.MULTILINE | (re.IGNORECASE if ignorecase else 0)
             compiled.append(Signature(
                 case=case["slug"], id=sig["id"], description=sig["description"], weight=float(sig["weight"]),
-                anchor=bool(sig.get("anchor", False)), regex=re.compile(sig["pattern"], flags),
+                anchor=bool(sig.get("anchor", False)), pattern=sig["pattern"], flags=flags,
                 ignorecase=ignorecase, guards=required_literal_groups(sig["pattern"], ignorecase),
             ))
     return compiled
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled(pattern: str, flags: int) -> re.Pattern:
+    return re.compile(pattern, flags)
 
 
 @dataclass(frozen=True)
