@@ -12,7 +12,7 @@ from typing import Any
 
 from kb.diagnosis.conditions import condition_holds
 from kb.diagnosis.events import Failure, failure_exception
-from kb.diagnosis.facts import GENERIC_FACTS, rank_facts
+from kb.diagnosis.facts import BAND_FACTS, GENERIC_FACTS, rank_facts
 from kb.diagnosis.flight_recorder import FlightRecorderReading, flight_recorder_detect, flight_recorder_read
 from kb.diagnosis.reading import (
     EVIDENCE_PER_SIGNAL, MAX_HARMLESS, Evidence, FileReading, Harmless, Source, facts_merge, reading_rank_set,
@@ -22,7 +22,7 @@ from kb.diagnosis.rules import Rules
 from kb.diagnosis.signatures import MAX_COUNTED_LINES
 from kb.diagnosis.stacks import Stack, stack_collectives
 from kb.diagnosis.verdict import RankVerdict, rank_verdict, stack_groups, verdict_facts
-from kb.diagnosis.versions import version_in
+from kb.diagnosis.versions import version_in, versions_overlap
 
 CONFIDENT = 0.5
 HALF_SCORE = 6.0  # the score at which a case with an anchor becomes a confident match
@@ -143,6 +143,8 @@ def job_diagnose(readings: list[FileReading], rules: Rules, *, top: int = 5, sta
             failures.append(reading.failure)
         harmless += [h for h in reading.harmless if len(harmless) < MAX_HARMLESS]
 
+    if len(facts.get("nccl_versions") or []) > 1 or {"<2.24", ">=2.24"} <= set(facts.get("nccl_band") or []):
+        facts["nccl_builds_differ"] = True  # nodes (or containers) run different NCCL builds
     job_rank_facts = rank_facts(all_ranks)
     facts.update(job_rank_facts)
     if recorder is not None:
@@ -249,9 +251,16 @@ def _fix_step(steps, weights: dict[str, float], facts: dict[str, Any]) -> tuple[
 
 
 def _step_applies(step, facts: dict[str, Any]) -> bool:
+    """A step holds unless the log's version (or, with none printed, the range its wording implies) is
+    outside the step's range."""
     for software, spec in step.versions.items():
         read = facts.get(VERSION_FACTS.get(software, ""))
-        if read and not version_in(str(read), spec):
+        if read:
+            if not version_in(str(read), spec):
+                return False
+            continue
+        band = facts.get(BAND_FACTS.get(software, ""))
+        if band and versions_overlap(software, list(band)) and not versions_overlap(software, [*band, spec]):
             return False
     return True
 

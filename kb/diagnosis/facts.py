@@ -19,6 +19,7 @@ GENERIC_FACTS = frozenset({
     "nccl_version", "torch_version", "cuda_version", "te_version", "kernel_version", "interfaces", "transport",
     "p2p_channels", "hosts", "world_size", "store_timeout_s", "process_groups", "launcher", "launchers",
     "frameworks", "stage", "op_type", "timeout_ms", "ran_for_ms", "seq_num", "timed_out_ranks", "ranks",
+    "nccl_versions", "torch_band", "nccl_band",
 })
 
 
@@ -45,6 +46,7 @@ def _table(entries: tuple[tuple[str, str], ...]) -> tuple[Pattern, ...]:
 
 FACT_RULES: tuple[Pattern, ...] = (
     _rule("nccl_version", r"NCCL version (\d+\.\d+\.\d+)", "first"),
+    _rule("nccl_versions", r"NCCL version (\d+\.\d+\.\d+)", "set"),
     _rule("torch_version", r"(?:PyTorch version|torch version|torch\.__version__)\W{0,3}(\d+\.\d+\.\d+)", "first"),
     _rule("torch_version", r"\btorch==(\d+\.\d+\.\d+)", "first"),
     _rule("cuda_version", r"CUDA version[: ]{1,3}(\d+\.\d+)", "first"),
@@ -124,6 +126,23 @@ STAGES_DONE = _table((
     ("creating trainer", r"\*\*\*\*\* Running training \*\*\*\*\*"),
 ))
 
+# Wording that dates a release when no version line is printed: (software, the releases that print it, pattern).
+# From the audit of release wheels and source tags (shared/research/audit-2026-11.md, "message history").
+VERSION_WORDING: tuple[tuple[str, str, Pattern], ...] = tuple(
+    (software, spec, _rule(f"{software} {spec}", pattern)) for software, spec, pattern in (
+    ("pytorch", ">=2.1", r"WorkNCCL\(SeqNum=\d+, OpType=\w+, NumelIn="),
+    ("pytorch", "<2.1", r"WorkNCCL\(SeqNum=\d+, OpType=\w+, Timeout\(ms\)="),
+    ("pytorch", "<2.3", r"NCCL watchdog thread terminated with exception"),
+    ("pytorch", ">=2.3", r"Process group watchdog thread terminated with exception"),
+    ("pytorch", ">=2.3,<2.6", r"Timeout at NCCL work: \d+, last enqueued NCCL work"),
+    ("pytorch", ">=2.4,<2.6", r"Exception \(either an error or timeout\) detected by watchdog at work"),
+    ("pytorch", ">=2.5", r"\[PG ID \d+ PG GUID |Received a dump signal due to a collective timeout from"),
+    ("pytorch", ">=2.6", r"failure detected by watchdog at work sequence id|Stack trace of the failed collective not found"),
+    ("nccl", "<2.24", r"NCCL INFO Bootstrap : Using"),
+    ("nccl", ">=2.24", r"NCCL INFO Bootstrap: Using"),
+))
+BAND_FACTS = {"pytorch": "torch_band", "nccl": "nccl_band"}
+
 WATCHDOG_RE = re.compile(
     r"(?:\[PG (?:ID )?(?P<pg>\d+)[^\]\n]{0,80}? )?"
     r"Rank (?P<rank>\d+)\] Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), "
@@ -168,7 +187,7 @@ class RankState:
 @functools.cache
 def fact_literals() -> frozenset[tuple[str, bool]]:
     """Every literal the fact rules look for, so a scanner can check them all in one pass."""
-    patterns = FACT_RULES + LAUNCHERS + FRAMEWORKS + STAGES + STAGES_DONE
+    patterns = FACT_RULES + LAUNCHERS + FRAMEWORKS + STAGES + STAGES_DONE + tuple(p for _, _, p in VERSION_WORDING)
     found = {(lit, False) for p in patterns for lit in p.literals}
     extra = WATCHDOG_LITERALS + PROGRESS_LITERALS + FINGERPRINT_LITERALS + RANK_PREFIXES + ("--nproc", "--num_gpus", "]<stderr>:", "]<stdout>:")
     return frozenset(found | {(lit, False) for lit in extra})
@@ -179,7 +198,10 @@ def facts_extract(scanner: TextScanner, lines: LineLocator) -> tuple[dict[str, A
     facts: dict[str, Any] = {}
     for rule in FACT_RULES:
         _keep(facts, rule, rule.matches(scanner))
-    for key in ("interfaces", "transport", "p2p_channels", "hosts", "process_groups"):
+    for software, spec, pattern in VERSION_WORDING:
+        if next(pattern.matches(scanner), None):
+            facts.setdefault(BAND_FACTS[software], set()).add(spec)
+    for key in ("interfaces", "transport", "p2p_channels", "hosts", "process_groups", "nccl_versions", "torch_band", "nccl_band"):
         if key in facts:
             facts[key] = sorted(facts[key])
     launchers = _first_offsets(scanner, LAUNCHERS)

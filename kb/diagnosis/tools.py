@@ -1,5 +1,6 @@
-"""Facts from shell output pasted as evidence: nccl-tests, CUDA samples' peer-to-peer test, `df` of
-/dev/shm, `nvidia-smi topo -m` and `ibv_devinfo`.
+"""Facts from tool output pasted as evidence: nccl-tests, CUDA samples' peer-to-peer test, `df` of
+/dev/shm, `nvidia-smi topo -m`, `ibv_devinfo`, `ls -la` of a build directory and the Flight Recorder
+analyzer's report.
 
 Each reader looks for its tool's own header or field names first (scanner literals), so a log without
 that tool's output costs one substring search per reader.
@@ -40,8 +41,22 @@ _LS_ENTRY = re.compile(r"^[-dl][-rwxsStT]{9}[.+@]?\s+\d+\s+\S+\s+\S+\s+(\d+)\s+(
                        r"(\d{1,2}:\d\d|\d{4})\s+(\S[^\n]{0,200})$", re.MULTILINE)
 _MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"))}
 
+# The Flight Recorder analyzer (torchfrtrace / fr_trace.py) report. Its wording changed over time: the 2.13.0
+# wheel's torch/distributed/flight_recorder/components logs "Not all ranks joining collective, sequence number:
+# N" then "missing ranks: {1, 3}", and "Collective sequence number: N has errors" then "error msg: Culprit rank
+# R; Error type: COLLECTIVE_TYPE_MISMATCH, ..."; earlier copies of tools/flight_recorder logged "Not all ranks
+# joining collective N at entry M" / "Collective N at entry M errors", and the first printed "Not all ranks
+# joining collective for group ... Missing ranks are {1}" with MatchState names ("MatchState.SIZE_OR_...").
+FR_NOT_JOINED = "Not all ranks joining collective"
+_FR_MISSING = re.compile(r"[Mm]issing ranks(?::| are) \{([\d, ]{1,4000})\}")
+_FR_CULPRIT = re.compile(r"Culprit rank \d{1,6}; (?:Error type: |MatchState\.)(COLLECTIVE_TYPE_MISMATCH|SIZE_OR_SYNTAX_MISMATCH"
+                         r"|COLLECTIVE_DTYPE_MISMATCH|COLLECTIVE_STATE_MISMATCH)")
+FR_IO_MISMATCH = "Input/output mismatch in the collective sequence number"
+_FR_OP_MISMATCHES = {"COLLECTIVE_TYPE_MISMATCH", "SIZE_OR_SYNTAX_MISMATCH", "COLLECTIVE_DTYPE_MISMATCH"}
+
 LITERALS = (NCCL_TESTS_HEADER, NCCL_TESTS_TABLE, NCCL_TESTS_DONE, P2P_PEER, P2P_VERIFY_FAILED, P2P_PASSED,
-            "/dev/shm", TOPO_HEADER, "link_layer:", "PORT_", " lock\n")
+            "/dev/shm", TOPO_HEADER, "link_layer:", "PORT_", " lock\n", FR_NOT_JOINED, "issing ranks", "Culprit rank ",
+            FR_IO_MISMATCH)
 
 
 def tool_facts(scanner: TextScanner) -> dict[str, Any]:
@@ -76,6 +91,23 @@ def tool_facts(scanner: TextScanner) -> dict[str, Any]:
     lock = _build_lock(scanner)
     if lock:
         facts["build_lock"] = lock
+    facts.update(_recorder_report(scanner))
+    return facts
+
+
+def _recorder_report(scanner: TextScanner) -> dict[str, Any]:
+    """The same facts as from the dumps themselves (kb.diagnosis.flight_recorder), read from the analyzer's
+    text: ranks that never joined a collective, and ranks that issued a different op, size or dtype."""
+    facts: dict[str, Any] = {}
+    text = scanner.text
+    if _present(scanner, FR_NOT_JOINED):
+        missing = {int(rank) for s, e in scanner.lines_with("issing ranks") for m in [_FR_MISSING.search(text, s, e)] if m
+                   for rank in m.group(1).replace(" ", "").split(",") if rank}
+        if missing:
+            facts["fr_missing_ranks"] = sorted(missing)
+    kinds = {m.group(1) for s, e in scanner.lines_with("Culprit rank ") for m in [_FR_CULPRIT.search(text, s, e)] if m}
+    if kinds & _FR_OP_MISMATCHES or _present(scanner, FR_IO_MISMATCH):
+        facts["fr_mismatch"] = True
     return facts
 
 

@@ -46,6 +46,23 @@ def version_in(version: str | Version, spec: str) -> bool:
     return _spec(spec).contains(Version(parsed.base_version), prereleases=True)
 
 
+# The release lines a range read from wording is checked against (minor releases, first and a late patch).
+RELEASE_LINES = {
+    "pytorch": tuple(f"{major}.{minor}.{patch}" for major, minors in ((1, range(13, 14)), (2, range(0, 16)))
+                     for minor in minors for patch in (0, 9)),
+    "nccl": tuple(f"2.{minor}.{patch}" for minor in range(18, 31) for patch in (0, 9)),
+}
+
+
+def versions_overlap(software: str, specs: list[str]) -> bool:
+    """Whether some release of `software` satisfies every specifier set at once (a range read from a log's
+    wording and a fix step's range). True when no release line is known to test against."""
+    releases = RELEASE_LINES.get(software)
+    if not releases:
+        return True
+    return any(all(version_in(release, spec) for spec in specs) for release in releases)
+
+
 def versions_text(versions: dict[str, str]) -> str:
     """`{pytorch: '<2.14'}` as a reader sees it: 'PyTorch < 2.14'."""
     return " · ".join(f"{SOFTWARE_NAMES.get(name, name)} {spec.replace(',', ', ')}".replace(">=", "≥ ").replace("<=", "≤ ")

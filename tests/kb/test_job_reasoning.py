@@ -106,6 +106,40 @@ def test_other_collectives_are_not_object_collectives(rules, op, numel_out):
     assert diagnosis.facts["object_collective"] is False
 
 
+def test_the_watchdog_wording_dates_the_pytorch_release_when_no_version_is_printed(rules):
+    text = ("[rank1]:[E0914 11:02:41.1 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 1] Exception (either an error or "
+            "timeout) detected by watchdog at work: 9, last enqueued NCCL work: 9, last completed NCCL work: 8.\n")
+    diagnosis, _ = best(rules, text)
+    assert diagnosis.facts["torch_band"] == [">=2.4,<2.6"]
+
+
+def test_a_fix_step_outside_the_range_the_wording_implies_is_not_offered(rules):
+    text = ('Thread 4242 (idle): "MainThread"\n    wait (torch/utils/file_baton.py:42)\n'
+            "[rank1]:[E ProcessGroupNCCL.cpp:1182] [Rank 1] NCCL watchdog thread terminated with exception: boom\n")
+    diagnosis, _ = best(rules, text)
+    lock = next(m for m in diagnosis.matches if m.slug == "stale-lock")
+    assert diagnosis.facts["torch_band"] == ["<2.3"] and lock.steps_not_for_versions == []
+    text_new = text.replace("NCCL watchdog thread terminated", "Process group watchdog thread terminated")
+    text_new += "[rank1]:[E ProcessGroupNCCL.cpp:2268] [PG ID 0 PG GUID 0(default_pg) Rank 1]  failure detected by watchdog at work sequence id: 5\n"
+    rules_new = rules_compile([{**CASES[3], "steps": [{"anchor": "fix-2", "versions": {"pytorch": "<2.6"}, "evidence": ["baton-wait"]},
+                                                      {"anchor": "fix-3", "evidence": ["ext-root"]}]}])
+    diagnosis = log_diagnose([("log", text_new.encode())], rules_new)
+    assert diagnosis.matches[0].steps_not_for_versions == ["fix-2"]
+
+
+def test_two_nccl_releases_in_one_job_are_flagged(rules):
+    text = "NCCL version 2.21.5+cuda12.4\n==> node1.log <==\nNCCL version 2.18.3+cuda12.2\n"
+    diagnosis, _ = best(rules, text)
+    assert diagnosis.facts["nccl_versions"] == ["2.18.3", "2.21.5"] and diagnosis.facts["nccl_builds_differ"] is True
+
+
+def test_both_bootstrap_wordings_mean_different_nccl_builds(rules):
+    text = ("node-a:11:11 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+            "node-b:12:12 [0] NCCL INFO Bootstrap: Using eth0:10.0.0.2<0>\n")
+    diagnosis, _ = best(rules, text)
+    assert diagnosis.facts["nccl_builds_differ"] is True
+
+
 def test_a_stack_frame_decides_a_case(rules):
     text = 'Thread 4242 (idle): "MainThread"\n    wait (torch/utils/file_baton.py:42)\n    _jit_compile (torch/utils/cpp_extension.py:1535)\n'
     diagnosis, slug = best(rules, text)

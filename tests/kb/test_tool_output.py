@@ -47,3 +47,44 @@ def test_topology_matrix_lists_the_link_kinds():
 def test_ibv_devinfo_gives_port_state_and_link_layer():
     text = "hca_id:\tmlx5_0\n\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_DOWN (1)\n\t\t\tlink_layer:\t\tEthernet\n"
     assert facts(text) == {"ib_port_state": ["PORT_DOWN"], "link_layer": ["Ethernet"]}
+
+
+FR_REPORT_2_13 = """Not all ranks joining collective, sequence number: 1043
+internal record id: 1042
+group info: 0:default_pg
+collective: nccl:all_reduce
+missing ranks: {5, 6}
+input sizes: [[1048576]]
+output sizes: [[1048576]]
+world size: 8
+expected ranks: {0, 1, 2, 3, 4, 5, 6, 7}
+collective state: started
+"""
+
+
+def test_the_flight_recorder_report_names_the_ranks_that_never_joined():
+    assert facts(FR_REPORT_2_13)["fr_missing_ranks"] == [5, 6]
+
+
+def test_the_first_flight_recorder_report_wording_names_missing_ranks_too():
+    text = ("Not all ranks joining collective for group 0:default_pg collective nccl:all_reduce "
+            "Missing ranks are {3} [[3, 4]] [[3, 4]] 4 scheduled\n")
+    assert facts(text)["fr_missing_ranks"] == [3]
+
+
+def test_a_culprit_rank_with_a_different_collective_is_a_mismatch():
+    text = ("Collective sequence number: 1042 has errors\ncollective: nccl:all_reduce\n"
+            "error msg: Culprit rank 1; Error type: COLLECTIVE_TYPE_MISMATCH, Expected collective type: "
+            "'nccl:all_reduce' does not match found collective type: 'nccl:broadcast'\n")
+    assert facts(text)["fr_mismatch"] is True
+
+
+def test_a_culprit_rank_in_another_state_only_is_not_an_op_mismatch():
+    text = ("Collective sequence number: 7 has errors\n"
+            "error msg: Culprit rank 2; Error type: COLLECTIVE_STATE_MISMATCH, Expected state: 'completed' does not "
+            "match found state: 'scheduled'\n")
+    assert "fr_mismatch" not in facts(text)
+
+
+def test_missing_ranks_outside_a_flight_recorder_report_are_not_read():
+    assert "fr_missing_ranks" not in facts("health check: missing ranks: {2} (will retry)\n")
