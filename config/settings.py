@@ -114,6 +114,8 @@ SEARCH_INDEX_DIR = Path(os.environ.get("KB_INDEX_DIR", BASE_DIR / "var" / "index
 
 # Pasted logs and uploads: the largest accepted body, in bytes (50 MB by default).
 KB_MAX_LOG_BYTES = int(os.environ.get("KB_MAX_LOG_BYTES", 50 * 1024 * 1024))
+# An uploaded archive of a job's logs is read in memory: the most it may expand to, in bytes (200 MB by default).
+KB_MAX_JOB_BYTES = int(os.environ.get("KB_MAX_JOB_BYTES", 4 * KB_MAX_LOG_BYTES))
 # Seconds one web diagnosis may spend matching lines; past it the answer is returned as far as it got
 # (marked partial), so a crafted log cannot hold a worker. The command line has no budget.
 KB_DIAGNOSIS_BUDGET_S = float(os.environ.get("KB_DIAGNOSIS_BUDGET_S", "20"))

@@ -7,9 +7,10 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe, require_POST
 
-from kb.diagnose import diagnosis_json, diagnosis_run
+from kb.diagnose import diagnosis_json, job_diagnosis_run
 from kb.forms import MAX_QUERY_CHARS, SearchForm
-from kb.log_input import LogTooLarge, NoLog, log_from_request
+from kb.job_input import JobInputError, JobTooLarge
+from kb.log_input import LogTooLarge, NoLog, job_from_request
 from kb.models import Case
 from kb.search.index import IndexMissing, search_results
 from kb.selectors import case_tags
@@ -33,17 +34,23 @@ def case_json(request: HttpRequest, slug: str) -> JsonResponse:
 @csrf_exempt
 @require_POST
 def diagnose(request: HttpRequest) -> JsonResponse:
+    """A raw body (a log, or a .tar.gz/.zip of a job's logs), a form field `log`, or uploaded files `file`."""
     try:
-        sources = log_from_request(request, allow_raw_body=True)
+        job = job_from_request(request, allow_raw_body=True)
     except LogTooLarge as err:
         return JsonResponse({"error": str(err), "limit_bytes": err.limit}, status=413)
+    except JobTooLarge as err:
+        return JsonResponse({"error": str(err), "limit_bytes": settings.KB_MAX_JOB_BYTES}, status=413)
+    except JobInputError as err:
+        return JsonResponse({"error": str(err)}, status=400)
     except NoLog as err:
         return JsonResponse({"error": str(err)}, status=400)
     try:
         top = max(1, min(int(request.GET.get("top", 5)), 20))
     except ValueError:
         return JsonResponse({"error": "top must be a whole number"}, status=400)
-    return JsonResponse(diagnosis_json(diagnosis_run(sources, top=top, budget_s=settings.KB_DIAGNOSIS_BUDGET_S)), json_dumps_params={"ensure_ascii": False})
+    diagnosis = job_diagnosis_run(job, top=top, budget_s=settings.KB_DIAGNOSIS_BUDGET_S)
+    return JsonResponse(diagnosis_json(diagnosis, notes=job.notes), json_dumps_params={"ensure_ascii": False})
 
 
 @require_safe

@@ -9,6 +9,7 @@ from kb.diagnosis.engine import Diagnosis, log_diagnose
 from kb.diagnosis.reading import Source
 from kb.diagnosis.rules import Rules, rules_compile
 from kb.diagnosis.verdict import failure_text
+from kb.job_input import JobInput
 from kb.models import Case, ContentState, HarmlessLine
 
 _cache: dict[str, Rules] = {}
@@ -31,9 +32,28 @@ def diagnosis_run(sources: list[tuple[str, Source]], *, top: int = 5, budget_s: 
     return log_diagnose(sources, rules_current(), top=top, budget_s=budget_s, workers=workers, ranks=ranks)
 
 
-def diagnosis_json(diagnosis: Diagnosis) -> dict[str, Any]:
+def job_diagnosis_run(job: JobInput, *, top: int = 5, budget_s: float | None = None) -> Diagnosis:
+    """A job read by kb.job_input (an upload, an archive, a directory): its files with the ranks their paths
+    name. The page, the API and the command line all diagnose a job through this one call."""
+    return diagnosis_run(job.sources(), top=top, budget_s=budget_s, ranks=job.ranks())
+
+
+def rank_groups_json(diagnosis: Diagnosis) -> dict[str, Any] | None:
+    """Where every rank is, each group with the URL of the case and fix step its evidence supports."""
+    if diagnosis.rank_groups is None:
+        return None
+    groups = []
+    for group in diagnosis.rank_groups["groups"]:
+        url = reverse("kb:case_detail", args=[group["case"]]) if group["case"] else None
+        fix_url = f"{url}#{group['fix_step']}" if url and group["fix_step"] else url
+        groups.append({**group, "url": url, "fix_url": fix_url})
+    return {**diagnosis.rank_groups, "groups": groups}
+
+
+def diagnosis_json(diagnosis: Diagnosis, *, notes: list[str] | None = None) -> dict[str, Any]:
     """The contract of DESIGN.md ("Diagnosis contract"), plus `kind` and `fix_step` per match, the rank
-    verdict when ranks reported, the first failure, and the known-harmless lines set aside."""
+    verdict when ranks reported, where every rank is, the first failure, the known-harmless lines set aside,
+    and `notes` on what was read (files skipped)."""
     titles = dict(Case.objects.filter(slug__in=[m.slug for m in diagnosis.matches]).values_list("slug", "title"))
     matches = []
     for match in diagnosis.matches:
@@ -57,6 +77,9 @@ def diagnosis_json(diagnosis: Diagnosis) -> dict[str, Any]:
         body["ranks"] = {"summary": verdict.summary, "behind": verdict.behind, "silent": verdict.silent,
                          "disagree": verdict.disagree, "first_collective": verdict.first_collective,
                          "object_collective": verdict.object_collective, "groups": verdict.groups, "table": verdict.table}
+    where = rank_groups_json(diagnosis)
+    if where is not None:
+        body["rank_groups"] = where
     if diagnosis.failure:
         failure = diagnosis.failure
         body["first_failure"] = {"kind": failure.kind, "rank": failure.rank, "line": failure.line,
@@ -75,6 +98,8 @@ def diagnosis_json(diagnosis: Diagnosis) -> dict[str, Any]:
                         for h in diagnosis.harmless]
     if diagnosis.repairs:
         body["inputs"] = {"repairs": diagnosis.repairs}
+    if notes:
+        body.setdefault("inputs", {})["notes"] = list(notes)
     return body
 
 

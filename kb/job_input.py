@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from kb.diagnosis.flight_recorder import flight_recorder_detect
+from kb.diagnosis.flight_recorder import flight_recorder_detect, pickle_global_asked
 
 MAX_TOTAL_BYTES = 2 * 1024 ** 3     # uncompressed bytes of every member together
 MAX_MEMBERS = 5000                  # entries in an archive or files under a directory (folders count)
@@ -45,6 +45,15 @@ KIND_FLIGHT_RECORDER = "flight-recorder"
 
 class JobInputError(ValueError):
     """The input is refused as a whole (hostile or over a limit); the message says why."""
+
+
+class JobTooLarge(JobInputError):
+    """The input is over a size limit (uncompressed bytes of one file or of the whole job)."""
+
+
+def size_text(size: int) -> str:
+    """A limit as a person reads it: "200 MB", or bytes below one megabyte."""
+    return f"{size / 1024 ** 2:g} MB" if size >= 1024 ** 2 else f"{size} bytes"
 
 
 @dataclass(frozen=True)
@@ -70,6 +79,14 @@ class JobInput:
         """The Flight Recorder dumps."""
         return [f for f in self.files if f.kind == KIND_FLIGHT_RECORDER]
 
+    def sources(self) -> list[tuple[str, bytes]]:
+        """Every file (logs and dumps) as (name, data), the form the diagnosis engine reads."""
+        return [(f.name, f.data) for f in self.files]
+
+    def ranks(self) -> dict[str, int]:
+        """File name -> rank, for the files whose path names their rank."""
+        return {f.name: f.rank for f in self.files if f.rank is not None}
+
 
 @dataclass
 class _Limits:
@@ -87,11 +104,11 @@ class _Limits:
 
     def reserve(self, name: str, size: int) -> None:
         if size > self.member_bytes:
-            raise JobInputError(f"'{_shown(name)}' is {size} bytes uncompressed, over the limit of "
-                                f"{self.member_bytes} bytes for one file.")
+            raise JobTooLarge(f"'{_shown(name)}' is {size} bytes uncompressed, over the limit of "
+                              f"{size_text(self.member_bytes)} for one file.")
         if self.used_bytes + size > self.total_bytes:
-            raise JobInputError(f"The job is over the limit of {self.total_bytes} bytes uncompressed "
-                                f"(at '{_shown(name)}'); refusing it.")
+            raise JobTooLarge(f"The job is over the limit of {size_text(self.total_bytes)} uncompressed "
+                              f"(at '{_shown(name)}'); refusing it.")
         self.used_bytes += size
 
 
@@ -145,7 +162,7 @@ def _maybe_archive(name: str, handle: IO[bytes], limits: _Limits, notes: list[st
         while chunk := handle.read(_CHUNK):
             copied += len(chunk)
             if copied > limits.total_bytes:
-                raise JobInputError(f"'{_shown(name)}' is larger than the limit of {limits.total_bytes} bytes.")
+                raise JobTooLarge(f"'{_shown(name)}' is larger than the limit of {size_text(limits.total_bytes)}.")
             spool.write(chunk)
         spool.seek(0)
         return _dispatch(name, spool, limits, notes)
@@ -270,8 +287,8 @@ def _read_zip(handle: IO[bytes], limits: _Limits, notes: list[str]) -> list[tupl
             raise JobInputError(f"The archive holds {len(infos)} members, over the limit of {limits.members}.")
         declared = sum(info.file_size for info in infos)
         if declared > limits.total_bytes - limits.used_bytes:
-            raise JobInputError(f"The archive expands to {declared} bytes, over the limit of "
-                                f"{limits.total_bytes} bytes; refusing it.")
+            raise JobTooLarge(f"The archive expands to {declared} bytes, over the limit of "
+                              f"{size_text(limits.total_bytes)}; refusing it.")
         found = []
         for info in infos:
             limits.count_member(info.filename)
@@ -391,6 +408,10 @@ def _classified(raw: list[tuple[str, bytes]], notes: list[str]) -> list[JobFile]
     files: list[JobFile] = []
     located = []
     for name, data in raw:
+        asked = pickle_global_asked(data)
+        if asked:
+            raise JobInputError(f"'{_shown(name)}' is a pickle that asks to import {_shown(asked)}; a Flight Recorder "
+                                "dump holds plain data only, so the job is refused (nothing in it was run).")
         kind, why = file_kind(name, data)
         if kind is None:
             notes.append(f"{name}: skipped, {why}")

@@ -1,9 +1,15 @@
-"""Read a log out of a request: a raw body, a form field `log`, or an uploaded file, within the size limit."""
+"""Read a job out of a request: a raw body, a form field `log`, or uploaded files (logs, or a .tar.gz, .tar or
+.zip of a log directory), within the size limits. Uploads and archives go through kb.job_input, the reader the
+command line uses, so ranks come from paths the same way and hostile archives are refused the same way."""
 from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
 from django.http import HttpRequest, QueryDict
+
+from kb.job_input import MAX_MEMBER_BYTES, JobFile, JobInput, job_read
+
+_ARCHIVE_MAGIC = (b"PK\x03\x04", b"PK\x05\x06", b"\x1f\x8b", b"\xfd7zXZ\x00")  # not bzip2: "BZh" starts text too
 
 
 class LogTooLarge(Exception):
@@ -24,8 +30,10 @@ def limit_text(limit: int) -> str:
     return f"{limit / (1024 * 1024):g} MB" if limit >= 1024 * 1024 else f"{limit} bytes"
 
 
-def log_from_request(request: HttpRequest, *, allow_raw_body: bool = False) -> list[tuple[str, bytes]]:
-    """The sources to diagnose. Raises LogTooLarge before reading a body that is over the limit."""
+def job_from_request(request: HttpRequest, *, allow_raw_body: bool = False) -> JobInput:
+    """The job to diagnose. Raises LogTooLarge before reading a body that is over the limit, NoLog when there
+    is nothing to read, and kb.job_input's JobInputError (JobTooLarge past the uncompressed limit) for an
+    archive it refuses."""
     limit = settings.KB_MAX_LOG_BYTES
     try:
         declared = int(request.META.get("CONTENT_LENGTH") or 0)
@@ -52,16 +60,17 @@ def log_from_request(request: HttpRequest, *, allow_raw_body: bool = False) -> l
             else:
                 sources = [("body", body)] if body.strip() else []
         elif content_type.startswith(("multipart/form-data", "application/x-www-form-urlencoded")):
-            sources: list[tuple[str, bytes]] = []
-            for upload in request.FILES.getlist("file"):
-                if upload.size > limit:
-                    raise LogTooLarge(limit)
-                sources.append((upload.name or "upload", upload.read()))
+            sources = []
+            uploads = request.FILES.getlist("file")
+            if sum(upload.size for upload in uploads) > limit:
+                raise LogTooLarge(limit)
             text = request.POST.get("log", "")
-            if text.strip() and sources:
+            if text.strip() and uploads:
                 raise MixedInput("You pasted a log and chose files: diagnose one job at a time. Clear the box to "
                                  "diagnose the files, or remove the files to diagnose the paste; a paste and "
                                  "files are never merged into one job.")
+            if uploads:
+                return _job_checked(job_read(list(uploads), **_job_limits()))
             if text.strip():
                 data = text.encode("utf-8", errors="replace")
                 if len(data) > limit:
@@ -80,4 +89,21 @@ def log_from_request(request: HttpRequest, *, allow_raw_body: bool = False) -> l
         raise LogTooLarge(limit)
     if not sources:
         raise NoLog("Paste a log or an error line, or choose a log file to upload.")
-    return sources
+    name, data = sources[0]
+    if data.startswith(_ARCHIVE_MAGIC) or data[257:262] == b"ustar":  # `curl --data-binary @job.tar.gz`
+        return _job_checked(job_read([(name, data)], **_job_limits()))
+    return JobInput(files=[JobFile(name=name, data=data)])
+
+
+def _job_limits() -> dict[str, int]:
+    """The web's limits on a job: the uncompressed bytes of the whole job (KB_MAX_JOB_BYTES) and of one file;
+    the counts of members and folders are kb.job_input's own."""
+    total = settings.KB_MAX_JOB_BYTES
+    return {"total_bytes": total, "member_bytes": min(MAX_MEMBER_BYTES, total)}
+
+
+def _job_checked(job: JobInput) -> JobInput:
+    if not job.files:
+        skipped = "; ".join(job.notes[:5]) or "the archive holds no files"
+        raise NoLog(f"Nothing in the upload could be read as a log: {skipped}.")
+    return job

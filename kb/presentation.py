@@ -8,7 +8,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from kb.diagnosis.engine import CONFIDENT, Diagnosis
-from kb.diagnosis.verdict import failure_text
+from kb.diagnosis.verdict import failure_text, ranks_text
 from kb.diagnosis.versions import versions_text
 from kb.models import Case
 
@@ -179,7 +179,8 @@ def _odd_rank_rows(match, odd: list[int], texts: dict[str | None, list[str]], si
 
 
 def result_snapshot(diagnosis: Diagnosis, sources: list[tuple[str, bytes | str]] | None = None, *,
-                    hits: list | None = None, wizard_url: str | None = None) -> dict[str, Any]:
+                    hits: list | None = None, wizard_url: str | None = None,
+                    notes: list[str] | None = None) -> dict[str, Any]:
     """Everything the result page shows, as plain data: what Share stores (after redaction)."""
     cases = {c.slug: c for c in Case.objects.filter(slug__in=[m.slug for m in diagnosis.matches])}
     texts = _source_lines(sources)
@@ -241,6 +242,8 @@ def result_snapshot(diagnosis: Diagnosis, sources: list[tuple[str, bytes | str]]
         "repairs": list(diagnosis.repairs),
         "facts": [list(row) for row in fact_rows(diagnosis.facts)],
         "verdict": _verdict_snapshot(verdict) if verdict else None,
+        "rank_groups": _rank_groups_snapshot(diagnosis.rank_groups, cases) if diagnosis.rank_groups else None,
+        "notes": list(notes or [])[:20],
         "stats": dict(diagnosis.stats),
         "hits": [{"url": h.url or f"/kb/{h.slug}/", "title": h.title, "summary": h.summary}
                  for h in (hits or []) if h.slug not in match_slugs] if not matches else [],
@@ -267,6 +270,25 @@ def _near_miss(best: dict, causes: list[dict], cases: dict[str, Case]) -> dict[s
         rule_out = against[0].get("description", "") if against else ""
     return {"slug": runner["slug"], "title": runner["title"], "percent": round(runner["confidence"] * 100),
             "url": runner["url"], "confirm": confirm, "rule_out": rule_out}
+
+
+def _rank_groups_snapshot(where: dict[str, Any], cases: dict[str, Case]) -> dict[str, Any]:
+    """Where every rank is, as the page shows it: each group with its place, the odd flag, and a link to the
+    case and fix step its evidence supports (rank lists kept as their short labels, so a 4096-rank job stays small)."""
+    groups = []
+    for group in where["groups"]:
+        case = cases.get(group["case"]) if group["case"] else None
+        titles = {s["id"]: s["title"] for s in case.sections} if case else {}
+        url = case.get_absolute_url() if case else ""
+        groups.append({"label": group["label"], "count": group["count"], "place": group["place"],
+                       "text": group["text"], "basis": group["basis"], "state": group["state"],
+                       "odd": group["odd"], "frames": list(group["frames"][:5]),
+                       "case_title": case.title if case else "", "because": group["because"] or "",
+                       "fix_url": (f"{url}#{group['fix_step']}" if group["fix_step"] else url) if case else "",
+                       "fix_title": titles.get(group["fix_step"] or "", "")})
+    return {"summary": where["summary"], "groups": groups,
+            "silent": ranks_text(where["silent"]) if where["silent"] else "",
+            "missing": ranks_text(where["missing"]) if where["missing"] else ""}
 
 
 def _verdict_snapshot(verdict) -> dict[str, Any]:
@@ -344,6 +366,8 @@ def snapshot_view(snapshot: dict[str, Any]) -> dict[str, Any]:
         "any_confident": any_confident,
         "facts": snapshot.get("facts", []),
         "verdict": snapshot.get("verdict"),
+        "rank_groups": snapshot.get("rank_groups"),
+        "notes": snapshot.get("notes", []),
         "stats": snapshot.get("stats", {}),
         "hits": snapshot.get("hits", []),
         "wizard_url": snapshot.get("wizard_url", ""),

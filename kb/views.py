@@ -16,9 +16,10 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_safe, require_http_methods
 
-from kb.diagnose import diagnosis_run
+from kb.diagnose import job_diagnosis_run
 from kb.extensions import facts_link
-from kb.log_input import LogTooLarge, NoLog, limit_text, log_from_request
+from kb.job_input import JobFile, JobInput, JobInputError, JobTooLarge
+from kb.log_input import LogTooLarge, NoLog, job_from_request, limit_text
 from kb.forms import MAX_QUERY_CHARS, SearchForm, TagFilterForm  # noqa: F401 (MAX_QUERY_CHARS: kept importable from here)
 from kb.models import Alias, Case, ContentState, HarmlessLine
 from kb.search.index import IndexMissing, SearchResults, search as text_search, search_results
@@ -48,8 +49,8 @@ def search(request: HttpRequest) -> HttpResponse:
     if query.strip() and form.is_keyword_search:
         context.update(_keyword_results(query))
     elif query.strip():
-        sources = [("query", query.encode("utf-8", errors="replace"))]
-        context.update(_results(request, query, sources, pasted="\n" in query.strip()))
+        job = JobInput(files=[JobFile(name="query", data=query.encode("utf-8", errors="replace"))])
+        context.update(_results(request, query, job, pasted="\n" in query.strip()))
     if request.htmx:  # search-as-you-type asks for words; a log-shaped query gets the diagnosis fragment
         template = "kb/_search_hits.html" if context.get("keyword") or not query.strip() else "kb/_results.html"
     else:
@@ -71,32 +72,40 @@ def _keyword_results(query: str) -> dict:
 
 @require_http_methods(["GET", "POST"])
 def diagnose(request: HttpRequest) -> HttpResponse:
-    """POST a pasted log or an uploaded file; results come back as a page, or as the results fragment for htmx."""
+    """POST a pasted log, uploaded log files or an archive of a job's log folder; results come back as a page,
+    or as the results fragment for htmx."""
     if request.method == "GET":
         return render(request, "kb/search.html", {"query": "", "limit": limit_text(settings.KB_MAX_LOG_BYTES)})
     try:
-        sources = log_from_request(request)
+        job = job_from_request(request)
     except LogTooLarge as err:
         return _error(request, 413, "Log too large", f"{err} Trim it to the part around the first error, or split it per rank.")
+    except JobTooLarge as err:
+        return _error(request, 413, "Upload too large", f"{err} Upload the logs of the ranks that matter, or run "
+                                                         "python manage.py diagnose on the archive.")
+    except JobInputError as err:
+        return _error(request, 400, "Upload refused", str(err))
     except NoLog as err:
         return _error(request, 400, "Nothing to diagnose", str(err))
-    head = sources[0][1][:2000].decode("utf-8", errors="replace")
+    logs = job.logs()
+    head = logs[0][1][:2000].decode("utf-8", errors="replace") if logs else ""
     context = {"query": "", "pasted": True, "limit": limit_text(settings.KB_MAX_LOG_BYTES)}
-    context.update(_results(request, head, sources, pasted=True))
+    context.update(_results(request, head, job, pasted=True))
     template = "kb/_results.html" if request.htmx else "kb/search.html"
     return render(request, template, context)
 
 
-def _results(request: HttpRequest, search_text: str, sources: list[tuple[str, bytes]], *, pasted: bool) -> dict:
+def _results(request: HttpRequest, search_text: str, job: JobInput, *, pasted: bool) -> dict:
     """Diagnose, search, and shape the answer-first result; a paste (not a search link) also counts
     towards the case's numbers, or, when nothing explained it, towards the curators' templates."""
-    diagnosis = diagnosis_run(sources, budget_s=settings.KB_DIAGNOSIS_BUDGET_S)
+    diagnosis = job_diagnosis_run(job, budget_s=settings.KB_DIAGNOSIS_BUDGET_S)
+    sources = job.logs()
     try:
         hits = text_search(search_text, index_dir=settings.SEARCH_INDEX_DIR, limit=5)
     except IndexMissing:
         hits = []
     wizard_url = facts_link(diagnosis.facts) if diagnosis.facts else None
-    snapshot = result_snapshot(diagnosis, sources, hits=hits, wizard_url=wizard_url)
+    snapshot = result_snapshot(diagnosis, sources, hits=hits, wizard_url=wizard_url, notes=job.notes)
     context = {"result": snapshot_view(snapshot), "hits": snapshot["hits"], "wizard_url": wizard_url}
     context.update(result_context(request, snapshot, sources, pasted=pasted))
     return context

@@ -21,6 +21,7 @@ from kb.diagnosis.reading import (
 from kb.diagnosis.rules import Rules
 from kb.diagnosis.signatures import MAX_COUNTED_LINES
 from kb.diagnosis.stacks import Stack, stack_collectives
+from kb.diagnosis.rank_groups import rank_groups_build
 from kb.diagnosis.verdict import RankVerdict, rank_verdict, stack_groups, verdict_facts
 from kb.diagnosis.versions import version_in, versions_overlap
 
@@ -55,6 +56,7 @@ class Diagnosis:
     repairs: list[str] = field(default_factory=list)
     stack_groups: list[dict] = field(default_factory=list)
     recorder: FlightRecorderReading | None = None
+    rank_groups: dict[str, Any] | None = None  # where every rank is (kb/diagnosis/rank_groups.py)
 
     @property
     def confident(self) -> list[CaseMatch]:
@@ -92,10 +94,17 @@ def log_diagnose(sources: list[tuple[str, Source]], rules: Rules, *, top: int = 
     else:
         readings = [source_read(data, rules, label=label, deadline=deadline)
                     for (_, data), label in zip(sources, labels)]
+    file_ranks: dict[int, int] = {}
+    source_ranks: dict[str, int] = {}
     for (name, _), reading in zip(sources, readings):
-        reading_rank_set(reading, (ranks or {}).get(name))
+        rank = (ranks or {}).get(name)
+        reading_rank_set(reading, rank)
+        if rank is not None:
+            file_ranks[rank] = file_ranks.get(rank, 0) + reading.bytes
+            source_ranks[name] = rank
     recorder = flight_recorder_read(dumps) if dumps else None
-    return job_diagnose(readings, rules, top=top, started=started, recorder=recorder)
+    return job_diagnose(readings, rules, top=top, started=started, recorder=recorder, file_ranks=file_ranks,
+                        source_ranks=source_ranks)
 
 
 _worker_rules: Rules | None = None
@@ -113,9 +122,11 @@ def _worker_read(path: Path, label: str | None, deadline: float | None) -> FileR
 
 
 def job_diagnose(readings: list[FileReading], rules: Rules, *, top: int = 5, started: float | None = None,
-                 recorder: FlightRecorderReading | None = None) -> Diagnosis:
+                 recorder: FlightRecorderReading | None = None, file_ranks: dict[int, int] | None = None,
+                 source_ranks: dict[str, int] | None = None) -> Diagnosis:
     """Merge the readings of a job's files (in file order), and what the Flight Recorder dumps say, into one
-    job model and score every case."""
+    job model and score every case. `file_ranks` (rank -> bytes of its files, from their paths) says which
+    ranks the job has even when they printed nothing: torchrun writes a folder for every local rank."""
     started = started if started is not None else time.perf_counter()
     per_case: dict[str, dict[str, Any]] = {}
     facts: dict[str, Any] = {}
@@ -150,7 +161,8 @@ def job_diagnose(readings: list[FileReading], rules: Rules, *, top: int = 5, sta
     if recorder is not None:
         facts.update(recorder.facts)
     failure = _earliest(failures)
-    verdict = rank_verdict(all_ranks, facts.get("world_size"), failure if all_ranks else None)
+    world_size = max(facts.get("world_size") or 0, max(file_ranks) + 1 if file_ranks else 0) or None
+    verdict = rank_verdict(all_ranks, world_size, failure if all_ranks else None)
     facts.update(verdict_facts(verdict))
     if job_rank_facts.get("ranks_disagree"):
         facts["ranks_disagree"] = True
@@ -182,8 +194,14 @@ def job_diagnose(readings: list[FileReading], rules: Rules, *, top: int = 5, sta
     stats = {"bytes": sum(r.bytes for r in readings), "lines": sum(r.lines for r in readings),
              "ms": round(elapsed_ms, 1), "files": len(readings), **({"partial": True} if partial else {})}
     repairs = sorted({note for r in readings for note in r.repairs})
+    groups_of_stacks = stack_groups(all_stacks)
+    where = rank_groups_build(verdict=verdict, stack_groups=groups_of_stacks,
+                              recorder_groups=recorder.groups if recorder else [], file_ranks=file_ranks or {},
+                              world_size=world_size, matches=[m for m in matches[:top] if m.confidence >= CONFIDENT],
+                              steps=rules.steps, source_ranks=source_ranks)
     return Diagnosis(matches=matches[:top], facts=facts, verdict=verdict, stats=stats, harmless=harmless,
-                     failure=failure, repairs=repairs, stack_groups=stack_groups(all_stacks), recorder=recorder)
+                     failure=failure, repairs=repairs, stack_groups=groups_of_stacks, recorder=recorder,
+                     rank_groups=where)
 
 
 def _frame_signals(rules: Rules, stacks: list[tuple[Stack, str | None]], per_case: dict[str, dict]) -> None:

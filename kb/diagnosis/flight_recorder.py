@@ -51,15 +51,37 @@ class FlightRecorderError(ValueError):
     """A dump that cannot be read safely or is not one this reader knows; the message says why."""
 
 
+class _GlobalAsked(pickle.UnpicklingError):
+    def __init__(self, what: str, message: str) -> None:
+        super().__init__(message)
+        self.what = what
+
+
 class _NoGlobalsUnpickler(pickle.Unpickler):
     """Loads plain data only: every global (class, function, module attribute) is refused."""
 
     def find_class(self, module: str, name: str):
-        raise pickle.UnpicklingError(f"the pickle asks for the global {module}.{name}; a Flight Recorder dump "
-                                     "holds plain data only, so it was not loaded")
+        raise _GlobalAsked(f"{module}.{name}", f"the pickle asks for the global {module}.{name}; a Flight Recorder "
+                           "dump holds plain data only, so it was not loaded")
 
     def persistent_load(self, pid):
-        raise pickle.UnpicklingError("the pickle uses persistent ids; a Flight Recorder dump does not")
+        raise _GlobalAsked("a persistent id", "the pickle uses persistent ids; a Flight Recorder dump does not")
+
+
+def pickle_global_asked(data: bytes) -> str | None:
+    """What a pickle (protocol 2 or later, as dumps are written) asks to import, such as `os.system`, or None
+    for anything else. Loaded with the unpickler that refuses every global, so nothing is imported or run:
+    a job holding such a file is hostile, and is refused as a whole rather than read around."""
+    if len(data) < 2 or data[0] != 0x80 or not 2 <= data[1] <= 5 or len(data) > MAX_DUMP_BYTES:
+        return None
+    try:
+        _NoGlobalsUnpickler(io.BytesIO(data)).load()
+    except _GlobalAsked as asked:
+        return asked.what
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError,
+            OverflowError, MemoryError, RecursionError, struct.error, UnicodeDecodeError):
+        return None
+    return None
 
 
 def flight_recorder_detect(name: str, data: bytes) -> bool:

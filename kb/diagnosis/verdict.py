@@ -42,7 +42,7 @@ def rank_verdict(ranks: dict[int, RankState], world_size: int | None, failure: F
     size = max(world_size or 0, max(reporting) + 1)
     objects = any(_size_exchange(s) for s in reporting.values())
 
-    parts = [f"{_ranks_text(sorted(reporting))} timed out"]
+    parts = [f"{ranks_text(sorted(reporting))} timed out"]
     ops = sorted({s.op for s in reporting.values() if s.op})
     if ops and seqs:
         parts[0] += f" in {'/'.join(ops)} (SeqNum {', '.join(map(str, sorted(set(seqs))))})"
@@ -53,11 +53,11 @@ def rank_verdict(ranks: dict[int, RankState], world_size: int | None, failure: F
         parts.append("the collective is the size exchange of all_gather_object or gather_object (one number per rank), "
                      "which torch.distributed.checkpoint's save steps begin with")
     if behind:
-        parts.append(f"{_ranks_text(behind)} had made the least progress and {'is' if len(behind) == 1 else 'are'} behind the others")
+        parts.append(f"{ranks_text(behind)} had made the least progress and {'is' if len(behind) == 1 else 'are'} behind the others")
     if disagree:
         parts.append("ranks were in different collectives at the same or adjacent SeqNum: the code paths differ between ranks (a desync)")
     if silent:
-        parts.append(f"{_ranks_text(silent)} of {size} never reported a timeout: "
+        parts.append(f"{ranks_text(silent)} of {size} never reported a timeout: "
                      f"{'it is' if len(silent) == 1 else 'they are'} most likely where the job is stuck")
     if failure is not None:
         parts.insert(0, failure_text(failure) + f"; the {len(reporting)} timeout(s) that follow are its effect")
@@ -145,7 +145,7 @@ def _groups(reporting: dict[int, RankState], silent: list[int], behind: list[int
         for g in groups:
             g["odd"] = g["odd"] or len(g["ranks"]) < largest
     for g in groups:
-        g["label"] = _ranks_text(g["ranks"])
+        g["label"] = ranks_text(g["ranks"])
     return groups
 
 
@@ -160,7 +160,7 @@ def stack_groups(stacks: list[tuple[Stack, str | None]]) -> list[dict]:
     groups = []
     for place, members in by_place.items():
         ranks = sorted({s.rank for s, _ in members if s.rank is not None})
-        who = _ranks_text(ranks) if ranks else f"{len(members)} stack{'s' if len(members) > 1 else ''}"
+        who = ranks_text(ranks) if ranks else f"{len(members)} stack{'s' if len(members) > 1 else ''}"
         groups.append({"label": who, "ranks": ranks, "count": len(members), "where": place[0],
                        "frames": list(place), "line": members[0][0].frame_lines[0] if members[0][0].frame_lines else None,
                        "file": members[0][1]})
@@ -177,7 +177,8 @@ def _progress(state: RankState) -> int:
     return (state.seq or 0) - 1
 
 
-def _ranks_text(ranks: list[int]) -> str:
+def ranks_text(ranks: list[int]) -> str:
+    """[0, 1, 2, 5] -> "ranks 0–2, 5"; one rank -> "rank 3"."""
     if len(ranks) == 1:
         return f"rank {ranks[0]}"
     runs: list[str] = []

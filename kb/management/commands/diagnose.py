@@ -57,17 +57,13 @@ class Command(BaseCommand):
                 except JobInputError as err:
                     raise CommandError(f"{path}: {err}") from None
                 notes += job.notes
-                for item in job.files:
-                    sources.append((item.name, item.data))
-                    if item.rank is not None:
-                        ranks[item.name] = item.rank
+                sources += job.sources()
+                ranks.update(job.ranks())
             else:
                 sources.append((file.name, file))  # a log: read in windows, never whole
         if not sources:
             raise CommandError("nothing to diagnose: " + ("; ".join(notes) or "no log files found"))
-        result = diagnosis_json(diagnosis_run(sources, top=top, workers=os.cpu_count() or 1, ranks=ranks))
-        if notes:
-            result.setdefault("inputs", {})["notes"] = notes
+        result = diagnosis_json(diagnosis_run(sources, top=top, workers=os.cpu_count() or 1, ranks=ranks), notes=notes)
         if json:
             self.stdout.write(_json_dump(result))
         else:
@@ -104,6 +100,12 @@ def _text(result: dict) -> str:
         groups = result["ranks"]["groups"]
         if len(groups) > 1:
             out.append("  " + " · ".join(f"{g['label']}: {g['where']}{' (odd one out)' if g['odd'] else ''}" for g in groups))
+    if "rank_groups" in result:
+        out.append("\nWhere is every rank: " + result["rank_groups"]["summary"])
+        for group in result["rank_groups"]["groups"]:
+            link = f"  -> {group['fix_url']}" if group["fix_url"] else ""
+            who = f" ({group['label']})" if group["count"] > 1 else ""
+            out.append(f"  {'*' if group['odd'] else ' '} {group['text']}{who}{link}")
     if "flight_recorder" in result:
         out.append(f"\nFlight Recorder: {result['flight_recorder']['summary']}")
         for group in result["flight_recorder"]["groups"]:

@@ -1,0 +1,59 @@
+"""Issue 13 in a real browser at phone width (390x844): upload a torchrun job tarball, see where every rank
+is, with and without JavaScript; the groups fit the screen and the odd one out is marked."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.kb.job_fixtures import tar_gz, torchrun_job
+
+pytestmark = pytest.mark.browser
+PHONE = {"width": 390, "height": 844}
+SHOTS = Path("/tmp/wt-i13-shots")
+
+
+@pytest.fixture(autouse=True)
+def _orm_beside_playwright(monkeypatch):
+    """Playwright's sync API runs an event loop in this thread; these tests read the database beside it."""
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+def upload_job(page, base_url: str) -> None:
+    page.set_viewport_size(PHONE)
+    page.goto(base_url + "/")
+    page.set_input_files("#file", files=[{"name": "job-71.tar.gz", "mimeType": "application/gzip",
+                                          "buffer": tar_gz(torchrun_job(silent=0))}])
+    page.click("form.diagnose-form button[type=submit]")
+
+
+def check_groups(page) -> None:
+    groups = page.locator(".where-group")
+    assert groups.count() == 2
+    assert groups.nth(0).locator("h3").inner_text() == "3 ranks in ALLREDUCE #1 (timed out)"
+    odd = groups.nth(1)
+    assert "odd" in odd.get_attribute("class")
+    assert odd.locator("h3").inner_text().startswith("1 rank printed output, but no timeout line")
+    assert odd.locator(".where-fix a").get_attribute("href").endswith("#fix-1")
+    overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 0, "the groups fit a phone screen without scrolling sideways"
+
+
+def test_an_uploaded_job_shows_where_every_rank_is_at_phone_width(browser_page):
+    page = browser_page.page
+    upload_job(page, browser_page.base_url)
+    page.wait_for_selector("#where .where-group")
+    check_groups(page)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.locator("#where").scroll_into_view_if_needed()
+    page.screenshot(path=str(SHOTS / "where-every-rank-390.png"))
+    page.locator("#where").screenshot(path=str(SHOTS / "where-every-rank-section-390.png"))
+    assert browser_page.console_errors == []
+
+
+def test_an_uploaded_job_shows_where_every_rank_is_without_javascript(browser_page_without_js):
+    page = browser_page_without_js.page
+    upload_job(page, browser_page_without_js.base_url)
+    page.wait_for_load_state()
+    assert page.url.endswith("/diagnose")
+    check_groups(page)
