@@ -7,6 +7,7 @@ import re
 import stat
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
+from importlib.resources import files
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,16 @@ def test_every_distinct_script_body_passes_shellcheck_at_warning_level(all_scrip
         results = list(pool.map(shellcheck, chunks))
     problems = [r.stdout for r in results if r.returncode]
     assert not problems, problems[0][:3000]
+
+
+def test_the_script_skeleton_passes_shellcheck_where_it_is_written():
+    """The static bash is checked as the .sh files an editor opens, at shellcheck's strictest level, so a fault
+    in it is reported at its own line rather than at a line of some generated script."""
+    skeleton = files("troubleshooter") / "script_skeleton"
+    paths = sorted(str(path) for path in skeleton.iterdir() if path.name.endswith(".sh"))
+    assert [Path(path).name for path in paths] == ["fix.sh", "launch_exec.sh", "launch_open_mpi.sh"]
+    result = subprocess.run([SHELLCHECK, "-S", "style", "-s", "bash", *paths], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[:3000]
 
 
 def test_a_script_with_a_syntax_error_fails_shellcheck(tmp_path):
