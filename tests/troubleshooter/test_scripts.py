@@ -147,19 +147,28 @@ def test_the_flight_recorder_is_set_only_on_pytorch_2_5_and_newer(library):
         assert "TORCH_NCCL_TRACE_BUFFER_SIZE" not in render(library, {**base, "torch": older})
 
 
-@pytest.mark.parametrize("framework, expected", [
-    ("megatron", "--distributed-timeout-minutes 45"),
-    ("hf-trainer", "--ddp_timeout 2700 (seconds)"),
-    ("accelerate", "InitProcessGroupKwargs(timeout=timedelta(minutes=45))"),
-    ("pytorch", "init_process_group('nccl', timeout=datetime.timedelta(minutes=45))"),
-    ("deepspeed", "export DEEPSPEED_TIMEOUT=45"),
-    ("autotrain", "PartialState(timeout=datetime.timedelta(minutes=45))"),
+@pytest.mark.parametrize("framework, printed, exported", [
+    ("megatron", "--distributed-timeout-minutes 45", None),
+    ("hf-trainer", "--ddp_timeout 2700 (seconds)", None),
+    ("accelerate", "InitProcessGroupKwargs(timeout=timedelta(minutes=45))", None),
+    ("pytorch", "init_process_group('nccl', timeout=datetime.timedelta(minutes=45))", None),
+    ("deepspeed", "deepspeed.init_distributed(dist_backend='nccl', timeout=datetime.timedelta(minutes=45))",
+     "DEEPSPEED_TIMEOUT=45"),
+    ("autotrain", "PartialState(timeout=datetime.timedelta(minutes=45))", None),
 ])
-def test_the_timeout_is_the_framework_s_own_flag_or_code(library, tmp_path, framework, expected):
+def test_the_timeout_is_the_framework_s_own_flag_or_code(library, tmp_path, framework, printed, exported):
+    """The wrapper runs the command (here `env`) and prints the flag or code to change; where the framework
+    reads a variable, the command sees it set."""
     script = tmp_path / "fix.sh"
     script.write_text(render(library, _state(when="preprocess", launcher="torchrun", framework=framework, minutes="45")))
-    result = _run(script, "true")
-    assert expected in result.stderr or expected in script.read_text()
+    result = _run(script, "env")
+    assert result.returncode == 0, result.stderr
+    assert printed in result.stderr
+    environment = result.stdout.splitlines()
+    if exported:
+        assert exported in environment
+    else:
+        assert not any(line.startswith("DEEPSPEED_TIMEOUT=") for line in environment)
 
 
 def test_deepspeed_timeout_is_exported_only_for_deepspeed(library):
@@ -288,6 +297,7 @@ def test_the_mpirun_wrapper_leaves_other_mpis_alone_and_says_why(library, tmp_pa
     script.write_text(render(library, _state(when="init", init_log="iface", launcher="mpirun", iface="eth0", container="bare-metal")))
     fake = _fake_mpirun(tmp_path / "bin", "HYDRA build details:")
     result = _run(script, str(fake), "-np", "2", "hostname")
+    assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["-np", "2", "hostname"]
     assert "is not Open MPI" in result.stderr
 
@@ -309,6 +319,7 @@ def test_a_build_lock_is_reported_and_never_removed(library, tmp_path):
     script = tmp_path / "fix.sh"
     script.write_text(render(library, _state(when="every-job", rerun_where="build", rerun_build="extension", launcher="torchrun")))
     checked = _run(script, "--check", env={"HOME": str(home)})
+    assert checked.returncode == 0, checked.stderr
     assert str(lock) in checked.stdout and lock.exists()
     result = _run(script, "true", env={"HOME": str(home)})
     assert result.returncode == 0, result.stderr
@@ -352,10 +363,12 @@ def test_check_mode_does_not_resolve_an_ip_address_or_print_raw_errors(library, 
     script.write_text(render(library, _state(when="launch", launch_log="store", launcher="torchrun", master_addr="10.0.0.5",
                                              master_port="29500")))
     result = _run(script, "--check")
+    assert result.returncode == 0, result.stderr
     assert "does not resolve" not in result.stdout and "nothing to resolve" in result.stdout
     script.write_text(render(library, _state(when="compile", compile_what="megatron", megatron_state="waiting", launcher="torchrun",
                                              megatron_dir="/nonexistent/Megatron-LM")))
     result = _run(script, "--check", env={"PATH": os.environ["PATH"]})
+    assert result.returncode == 0, result.stderr
     assert "No such file or directory" not in result.stdout + result.stderr
     assert "Traceback" not in result.stdout + result.stderr
     assert "no megatron/ directory" in result.stdout
