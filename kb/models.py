@@ -1,5 +1,6 @@
 """Database rows derived from content/. Nothing here is edited by hand: `load_content` rewrites it."""
 from django.db import models
+from django.urls import reverse
 
 
 class Tag(models.Model):
@@ -43,7 +44,7 @@ class Case(models.Model):
         return self.slug
 
     def get_absolute_url(self) -> str:
-        return f"/kb/{self.slug}/"
+        return reverse("kb:case_detail", args=[self.slug])
 
     def fix_steps(self) -> list[dict]:
         return [s for s in self.sections if s["id"].startswith("fix-")]
@@ -70,7 +71,7 @@ class HarmlessLine(models.Model):
         return self.slug
 
     def get_absolute_url(self) -> str:
-        return f"/kb/harmless/#{self.slug}"
+        return f"{reverse('kb:harmless_list')}#{self.slug}"
 
 
 class Alias(models.Model):
@@ -114,7 +115,7 @@ class Report(models.Model):
         return self.id
 
     def get_absolute_url(self) -> str:
-        return f"/d/{self.id}"
+        return reverse("kb:report", args=[self.id])
 
 
 class Vote(models.Model):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
@@ -245,7 +246,7 @@ def result_snapshot(diagnosis: Diagnosis, sources: list[tuple[str, bytes | str]]
         "rank_groups": _rank_groups_snapshot(diagnosis.rank_groups, cases) if diagnosis.rank_groups else None,
         "notes": list(notes or [])[:20],
         "stats": dict(diagnosis.stats),
-        "hits": [{"url": h.url or f"/kb/{h.slug}/", "title": h.title, "summary": h.summary}
+        "hits": [{"url": h.url or reverse("kb:case_detail", args=[h.slug]), "title": h.title, "summary": h.summary}
                  for h in (hits or []) if h.slug not in match_slugs] if not matches else [],
         "wizard_url": wizard_url or "",
         "hosts": [str(h) for h in diagnosis.facts.get("hosts", [])] if isinstance(diagnosis.facts.get("hosts"), list) else [],

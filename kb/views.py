@@ -39,7 +39,7 @@ def home(request: HttpRequest) -> HttpResponse:
 
 @require_safe
 def search(request: HttpRequest) -> HttpResponse:
-    """/search?q= : a stable, linkable URL. Words are a text search that says where each page mentions them;
+    """The search page, `?q=`: a stable, linkable URL. Words are a text search that says where each page mentions them;
     a query shaped like a log line (or several lines) is also diagnosed, like a paste into the box."""
     form = SearchForm(request.GET)
     if not form.is_valid():
@@ -113,7 +113,7 @@ def _results(request: HttpRequest, search_text: str, job: JobInput, *, pasted: b
 
 @require_safe
 def case_list(request: HttpRequest) -> HttpResponse:
-    """/kb/?tag=facet:value&tag=...: cases carrying every tag given. An unset filter (`tag=`, as a form with
+    """The case list, `?tag=facet:value&tag=...`: cases carrying every tag given. An unset filter (`tag=`, as a form with
     an empty select sends it) is redirected to the same list without it, so filter URLs stay clean."""
     raw = request.GET.getlist("tag")
     if any(not t.strip() for t in raw) or len(set(raw)) != len(raw):

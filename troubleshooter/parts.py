@@ -19,6 +19,16 @@ PART_ID_RE = re.compile(r"[a-z][a-z0-9-]{0,49}")
 TOOL_RE = re.compile(r"[A-Za-z0-9_.+-]{1,40}")
 PLACEHOLDER_RE = re.compile(r"@([a-z][a-z0-9_]*)(\.seconds)?@")
 
+# The keys a part accepts, and the fields of each entry of its lists (each entry may also carry `only`).
+# content/trees/FORMAT.md documents them; tests/test_format_docs.py holds the two together.
+PART_KEYS = frozenset({"title", "checks", "env", "mpi_interface", "actions", "instructions"})
+ENTRY_FIELDS: dict[str, frozenset[str]] = {
+    "checks": frozenset({"tool", "title", "run"}),
+    "env": frozenset({"name", "value", "why"}),
+    "actions": frozenset({"title", "run"}),
+    "instructions": frozenset({"text"}),
+}
+
 Only = dict[str, frozenset[str]]
 Problem = tuple[YamlPath, str]
 
@@ -118,26 +128,25 @@ def _part_parse(part_id: str, data: Any, where: YamlPath, problems: list[Problem
     if not isinstance(data, dict):
         problems.append((where, "a part is a mapping with a title and checks, env, mpi_interface, actions or instructions"))
         return None
-    allowed = {"title", "checks", "env", "mpi_interface", "actions", "instructions"}
     for key in data:
-        if key not in allowed:
-            problems.append((where + (key,), f"unknown key '{key}' (allowed: {', '.join(sorted(allowed))})"))
+        if key not in PART_KEYS:
+            problems.append((where + (key,), f"unknown key '{key}' (allowed: {', '.join(sorted(PART_KEYS))})"))
     title = data.get("title")
     if not isinstance(title, str) or not title.strip():
         problems.append((where, "a part needs a title"))
     checks = tuple(Check(tool=item.get("tool", ""), title=item.get("title", ""), run=item.get("run", ""), only=only)
-                   for item, only in _items(data, where, "checks", {"tool", "title", "run"}, problems))
+                   for item, only in _items(data, where, "checks", problems))
     for index, check in enumerate(checks):
         if not TOOL_RE.fullmatch(str(check.tool)):
             problems.append((where + ("checks", index, "tool"), "tool is the command name to look for on PATH, such as ip or nvidia-smi"))
     env = tuple(Setting(name=item.get("name", ""), value=str(item.get("value", "")), why=item.get("why", ""), only=only)
-                for item, only in _items(data, where, "env", {"name", "value", "why"}, problems))
+                for item, only in _items(data, where, "env", problems))
     for index, setting in enumerate(env):
         _setting_check(setting, where + ("env", index), problems)
     actions = tuple(Action(title=item.get("title", ""), run=item.get("run", ""), only=only)
-                    for item, only in _items(data, where, "actions", {"title", "run"}, problems))
+                    for item, only in _items(data, where, "actions", problems))
     instructions = tuple(Instruction(text=item.get("text", ""), only=only)
-                         for item, only in _items(data, where, "instructions", {"text"}, problems))
+                         for item, only in _items(data, where, "instructions", problems))
     for kind, items in (("checks", checks), ("actions", actions)):
         for index, item in enumerate(items):
             _snippet_check(item.run, where + (kind, index, "run"), problems)
@@ -150,8 +159,9 @@ def _part_parse(part_id: str, data: Any, where: YamlPath, problems: list[Problem
                 actions=actions, instructions=instructions, path=doc.path, line=doc.line_of(where))
 
 
-def _items(data: dict, where: YamlPath, key: str, fields: set[str], problems: list[Problem]) -> list[tuple[dict, Only]]:
+def _items(data: dict, where: YamlPath, key: str, problems: list[Problem]) -> list[tuple[dict, Only]]:
     """The entries of one list (checks, env, ...), each with its parsed `only` condition."""
+    fields = ENTRY_FIELDS[key]
     value = data.get(key)
     if value is None:
         return []

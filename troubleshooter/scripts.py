@@ -8,17 +8,27 @@ fix with no setting says so and runs the command unchanged. A variable that PyTo
 (variables.Variable.renamed) is exported under the name the installed release reads, decided at
 run time; when the release cannot be read, neither name is set and the script says so.
 User values reach the script only through rules (engine) and shlex quoting (here).
+
+The static bash lives in script_skeleton/*.sh, so editors and shellcheck read it as bash; this module
+writes only what depends on the leaf and the answers. A skeleton line `: @slot@` (a shell no-op, so the
+skeleton itself stays a valid script) is replaced by the lines made for that slot, at its indentation.
+Comments in the skeleton are copied into every script, so the slot convention is explained here.
 """
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from dataclasses import dataclass
+from importlib.resources import files
 from typing import Mapping
 
 from troubleshooter.engine import Step
 from troubleshooter.parts import PLACEHOLDER_RE, Only, Part
 from troubleshooter.variables import DEEPSPEED_FORWARDED_PREFIXES, VARIABLES, variable_name
+
+_SKELETON = files("troubleshooter") / "script_skeleton"
+_SLOT_RE = re.compile(r"( *): @([a-z][a-z0-9_]*)@")
 
 EXAMPLE_COMMANDS = {
     "torchrun": "torchrun --nproc-per-node=8 train.py",
@@ -78,7 +88,7 @@ def _sets_anything(parts: list[Part], roles: dict[str, str]) -> bool:
 
 
 def script_render(step: Step, parts: Mapping[str, Part], source: ScriptSource) -> str:
-    """The whole fix.sh text for a step that reached a leaf."""
+    """The whole fix.sh text for a step that reached a leaf: the skeleton with this leaf's pieces filled in."""
     if step.leaf is None:
         raise ValueError("a script needs a step that reached a leaf")
     roles = step.roles
@@ -88,156 +98,136 @@ def script_render(step: Step, parts: Mapping[str, Part], source: ScriptSource) -
     mpi_iface = next((roles[p.mpi_interface] for p in chosen if p.mpi_interface and launcher == "mpirun"), None)
     instructions = [_fill_text(i.text, roles) for p in chosen for i in p.instructions if _applies(i.only, roles)]
     instructions += _launcher_notes(launcher, exports)
-    lines = _header(step, source, bool(exports or mpi_iface))
-    lines += _helpers()
-    lines += _checks_function(chosen, roles)
-    lines += _settings_function(chosen, roles, exports)
-    lines += _actions_function(chosen, roles)
-    lines += _instructions_function(instructions, exports)
-    lines += _launch_function(launcher, exports, mpi_iface)
-    lines += _main(step.leaf.title, bool(exports or mpi_iface))
+    sets_anything = bool(exports or mpi_iface)
+    lines = _skeleton_fill("fix.sh", {
+        "about": _about(step, source),
+        "usage_comment": _usage_comment(launcher, sets_anything),
+        "checks": _checks(chosen, roles),
+        "checks_done": ["say '' 'Nothing was changed. To apply the fix, run: ./fix.sh <your launch command>'"
+                        if sets_anything else
+                        "say '' 'Nothing was changed. ./fix.sh <your launch command> prints the changes to make, "
+                        "then runs it as it is.'"],
+        "settings": _settings(exports),
+        "show_settings": [f"say {_sh_word('  ' + e.shown)}" for e in exports] or
+        ["say '  (none: this fix sets no environment variable; it prints what to change and runs your command as it is)'"],
+        "actions": _actions(chosen, roles),
+        "instructions": _instructions(instructions, exports),
+        "launch": _launch(launcher, exports, mpi_iface),
+        "usage_title": [f"say {_sh_word('fix.sh: ' + _comment(step.leaf.title))}"],
+        "usage_run": ["say '       ./fix.sh LAUNCH COMMAND...   apply the settings, print what else to change, run the command'"
+                      if sets_anything else
+                      "say '       ./fix.sh LAUNCH COMMAND...   sets nothing: print what to change, run the command as it is'"],
+    })
     return "\n".join(lines) + "\n"
 
 
-def _header(step: Step, source: ScriptSource, sets_anything: bool) -> list[str]:
-    launcher = step.roles["launcher"]
-    lines = ["#!/usr/bin/env bash", f"# fix.sh: {_comment(step.leaf.title)}", "#",
-             f"# Case:      {_comment(source.case_url)}"]
+@functools.cache
+def _skeleton(name: str) -> tuple[str, ...]:
+    return tuple(_SKELETON.joinpath(name).read_text(encoding="utf-8").splitlines())
+
+
+def _skeleton_fill(name: str, fills: Mapping[str, list[str]]) -> list[str]:
+    """The skeleton's lines, each `: @slot@` line replaced by its fill, indented as the slot line is.
+
+    Every slot must be filled and every fill must have a slot, so a renamed slot fails loudly."""
+    lines: list[str] = []
+    slots: set[str] = set()
+    for line in _skeleton(name):
+        match = _SLOT_RE.fullmatch(line)
+        if match is None:
+            lines.append(line)
+            continue
+        indent, slot = match.groups()
+        slots.add(slot)
+        lines += [indent + filled if filled else "" for filled in fills[slot]]
+    if slots != set(fills):
+        raise ValueError(f"{name}: slots {sorted(slots)} but fills for {sorted(fills)}")
+    return lines
+
+
+def _about(step: Step, source: ScriptSource) -> list[str]:
+    lines = [f"# fix.sh: {_comment(step.leaf.title)}", "#", f"# Case:      {_comment(source.case_url)}"]
     lines += [f"# Fix step:  {_comment(url)}" for url in source.fix_step_urls]
     lines += [f"# Made by:   {_comment(source.wizard_url)}", f"# Content revision: {_comment(source.revision)}", "#",
               "# Your answers:"]
     lines += [f"#   {_comment(a.question.text)} -> {_comment(a.label)}" for a in step.path]
-    lines += ["#", "# Usage:",
-              "#   ./fix.sh --check              read-only checks on this node; changes nothing",
-              ("#   ./fix.sh LAUNCH COMMAND...    apply the settings below, print what else to change, run the command"
-               if sets_anything else
-               "#   ./fix.sh LAUNCH COMMAND...    this fix sets nothing: print what to change, then run the command as it is"),
-              f"#   for example: ./fix.sh {_comment(EXAMPLE_COMMANDS[launcher])}",
-              "set -euo pipefail", ""]
     return lines
 
 
-def _helpers() -> list[str]:
-    return [
-        "say() { printf '%s\\n' \"$@\"; }",
-        "note() { printf 'fix.sh: %s\\n' \"$@\" >&2; }",
-        "",
-        "# Starts one read-only check; a missing tool is reported and skipped, never fatal.",
-        "have() {",
-        "  printf '\\n== %s\\n' \"$2\"",
-        "  if command -v \"$1\" >/dev/null 2>&1; then",
-        "    return 0",
-        "  fi",
-        "  say \"   skipped: '$1' is not installed or not on PATH\"",
-        "  return 1",
-        "}",
-        "failed() { say \"   (exited with status $1)\"; }",
-        "",
-        "# The installed PyTorch release as MAJOR.MINOR, empty when python or torch is missing; never fails.",
-        "torch_release() {",
-        "  local py",
-        "  py=$(command -v python || command -v python3 || true)",
-        "  if [ -n \"$py\" ]; then",
-        "    \"$py\" -c 'import torch; print(\".\".join(torch.__version__.split(\".\")[:2]))' 2>/dev/null || true",
-        "  fi",
-        "}",
-        "",
-        "# True when release $1 (MAJOR.MINOR) is $2 (MAJOR.MINOR) or newer; false when $1 is empty or odd.",
-        "release_at_least() {",
-        "  case \"$1\" in",
-        "    [0-9]*.[0-9]*) ;;",
-        "    *) return 1 ;;",
-        "  esac",
-        "  local major=${1%%.*} minor=${1#*.} want_major=${2%%.*} want_minor=${2#*.}",
-        "  minor=${minor%%[!0-9]*}",
-        "  [ \"$major\" -gt \"$want_major\" ] || { [ \"$major\" -eq \"$want_major\" ] && [ \"${minor:-0}\" -ge \"$want_minor\" ]; }",
-        "}",
-        "",
-    ]
+def _usage_comment(launcher: str, sets_anything: bool) -> list[str]:
+    return [("#   ./fix.sh LAUNCH COMMAND...    apply the settings below, print what else to change, run the command"
+             if sets_anything else
+             "#   ./fix.sh LAUNCH COMMAND...    this fix sets nothing: print what to change, then run the command as it is"),
+            f"#   for example: ./fix.sh {_comment(EXAMPLE_COMMANDS[launcher])}"]
 
 
-def _checks_function(parts: list[Part], roles: dict[str, str]) -> list[str]:
-    lines = ["checks() {", "  say 'Read-only checks. Nothing is changed.'"]
+def _checks(parts: list[Part], roles: dict[str, str]) -> list[str]:
+    lines: list[str] = []
     for part in parts:
         checks = [c for c in part.checks if _applies(c.only, roles)]
         if not checks:
             continue
-        lines.append(f"  # {_comment(part.title)}")
+        lines.append(f"# {_comment(part.title)}")
         for check in checks:
-            lines.append(f"  if have {shlex.quote(check.tool)} {_sh_word(_fill_text(check.title, roles))}; then")
-            lines.append("    {")
-            lines += _indent(_fill_shell(check.run, roles), "      ")
-            lines.append("    } || failed \"$?\"")
-            lines.append("  fi")
-    lines += ["  say '' 'Settings that ./fix.sh LAUNCH COMMAND... would apply:'", "  show_settings",
-              "  say '' 'Nothing was changed. To apply the fix, run: ./fix.sh <your launch command>'" if _sets_anything(parts, roles)
-              else "  say '' 'Nothing was changed. ./fix.sh <your launch command> prints the changes to make, then runs it as it is.'",
-              "}", ""]
+            lines.append(f"if have {shlex.quote(check.tool)} {_sh_word(_fill_text(check.title, roles))}; then")
+            lines.append("  {")
+            lines += _indent(_fill_shell(check.run, roles), "    ")
+            lines.append("  } || failed \"$?\"")
+            lines.append("fi")
     return lines
 
 
-def _settings_function(parts: list[Part], roles: dict[str, str], exports: list[_Export]) -> list[str]:
-    lines = ["# The settings, exported so the launcher and every rank it starts inherit them.", "settings() {"]
+def _settings(exports: list[_Export]) -> list[str]:
+    lines: list[str] = []
     if any(e.renamed for e in exports):
-        lines += ["  local torch_rel", "  torch_rel=$(torch_release)"]
+        lines += ["local torch_rel", "torch_rel=$(torch_release)"]
     for export in exports:
-        lines.append(f"  # {_comment(export.reader)}: {_comment(export.why)}")
+        lines.append(f"# {_comment(export.reader)}: {_comment(export.why)}")
         if export.debug_only:
-            lines.append("  # NCCL classes this as a debugging variable: use it to test or unblock, do not keep it in job scripts.")
+            lines.append("# NCCL classes this as a debugging variable: use it to test or unblock, do not keep it in job scripts.")
         if export.renamed:
             release, newer = export.renamed
             missing = (f"could not read the PyTorch version with python here: {newer} (PyTorch {release}+) / "
                        f"{export.name} (older) not set; export the one your release reads")
-            lines += ["  if [ -z \"$torch_rel\" ]; then",
-                      f"    note {_sh_word(missing)}",
-                      f"  elif release_at_least \"$torch_rel\" {release}; then",
-                      f"    export {newer}={_sh_word(export.value)}",
-                      "  else",
-                      f"    export {export.name}={_sh_word(export.value)}",
-                      "  fi"]
+            lines += ["if [ -z \"$torch_rel\" ]; then",
+                      f"  note {_sh_word(missing)}",
+                      f"elif release_at_least \"$torch_rel\" {release}; then",
+                      f"  export {newer}={_sh_word(export.value)}",
+                      "else",
+                      f"  export {export.name}={_sh_word(export.value)}",
+                      "fi"]
         else:
-            lines.append(f"  export {export.name}={_sh_word(export.value)}")
+            lines.append(f"export {export.name}={_sh_word(export.value)}")
     if not exports:
-        lines.append("  : # this fix sets no environment variable: it prints what to change and runs your command as it is")
-    lines += ["}", "", "show_settings() {"]
-    lines += [f"  say {_sh_word('  ' + e.shown)}" for e in exports] or \
-        ["  say '  (none: this fix sets no environment variable; it prints what to change and runs your command as it is)'"]
-    lines += ["}", ""]
+        lines.append(": # this fix sets no environment variable: it prints what to change and runs your command as it is")
     return lines
 
 
-def _actions_function(parts: list[Part], roles: dict[str, str]) -> list[str]:
-    lines = ["# Changes made on this node before the launch.", "actions() {"]
-    count = 0
+def _actions(parts: list[Part], roles: dict[str, str]) -> list[str]:
+    lines: list[str] = []
     for part in parts:
         for action in (a for a in part.actions if _applies(a.only, roles)):
-            count += 1
-            lines.append(f"  # {_comment(part.title)}: {_comment(action.title)}")
-            lines.append(f"  note {_sh_word(_fill_text(action.title, roles))}")
-            lines += _indent(_fill_shell(action.run, roles), "  ")
-    if not count:
-        lines.append("  :")
-    lines += ["}", ""]
-    return lines
+            lines.append(f"# {_comment(part.title)}: {_comment(action.title)}")
+            lines.append(f"note {_sh_word(_fill_text(action.title, roles))}")
+            lines += _indent(_fill_shell(action.run, roles), "")
+    return lines or [":"]
 
 
-def _instructions_function(instructions: list[str], exports: list[_Export]) -> list[str]:
-    lines = ["# What this wrapper cannot change for you: flags, code and the platform.", "instructions() {"]
+def _instructions(instructions: list[str], exports: list[_Export]) -> list[str]:
     if exports:
-        lines.append("  note 'exported for this run:'")
-        lines += [f"  note {_sh_word('  ' + e.shown)}" for e in exports]
+        lines = ["note 'exported for this run:'"] + [f"note {_sh_word('  ' + e.shown)}" for e in exports]
     else:
-        lines.append("  note 'this fix sets no environment variable; your command runs as it is.'")
+        lines = ["note 'this fix sets no environment variable; your command runs as it is.'"]
     if instructions:
-        lines.append("  note 'also change, outside this wrapper:'")
-        lines += [f"  note {_sh_word('  - ' + text)}" for text in instructions]
-    lines += ["}", ""]
+        lines.append("note 'also change, outside this wrapper:'")
+        lines += [f"note {_sh_word('  - ' + text)}" for text in instructions]
     return lines
 
 
-def _launch_function(launcher: str, exports: list[_Export], mpi_iface: str | None) -> list[str]:
+def _launch(launcher: str, exports: list[_Export], mpi_iface: str | None) -> list[str]:
+    """Open MPI's launch function when there is something to pass to mpirun; otherwise the command runs as given."""
     if launcher != "mpirun" or not (exports or mpi_iface):
-        return ["launch() {", "  note \"running: $*\"", "  exec \"$@\"", "}", ""]
+        return list(_skeleton("launch_exec.sh"))
     exported = [token for e in exports if not e.renamed for token in ("-x", e.name)]
     renamed = [name for e in exports if e.renamed for name in (e.renamed[1], e.name)]
     ompi4 = list(exported)
@@ -246,86 +236,21 @@ def _launch_function(launcher: str, exports: list[_Export], mpi_iface: str | Non
         iface = shlex.quote(mpi_iface)
         ompi4 += ["--mca", "btl_tcp_if_include", iface, "--mca", "oob_tcp_if_include", iface]
         ompi5 += ["--mca", "btl_tcp_if_include", iface, "--prtemca", "oob_tcp_if_include", iface]
-    shown = " ".join(ompi4)
+    wrapped = [f"note {_sh_word('  ' + ' '.join(ompi4))}"]
+    if renamed:
+        wrapped.append("note \"  and -x for whichever of these is set: " + " ".join(renamed) + "\"")
     # A renamed variable is forwarded under whichever of its names settings() exported.
-    forward = ["  local name", f"  for name in {' '.join(renamed)}; do",
-               "    if [ -n \"${!name+x}\" ]; then",
-               "      flags+=(-x \"$name\")",
-               "    fi",
-               "  done"] if renamed else []
-    wrapped_note = ["      note \"  and -x for whichever of these is set: " + " ".join(renamed) + "\""] if renamed else []
-    return [
-        "# Open MPI does not pass the environment to remote ranks by itself: insert -x for every setting,",
-        "# and pin both of its TCP channels (the runtime's out-of-band one and the MPI data one).",
-        "launch() {",
-        "  local -a flags",
-        "  case \"$(basename -- \"$1\")\" in",
-        "    mpirun|mpiexec|orterun|prterun) ;;",
-        "    *)",
-        "      note \"this wrapper was made for mpirun; add these options to the mpirun line that $1 runs:\"",
-        f"      note {_sh_word('  ' + shown)}",
-        *wrapped_note,
-        "      note \"running: $*\"",
-        "      exec \"$@\"",
-        "      ;;",
-        "  esac",
-        "  local version",
-        "  version=$(\"$1\" --version 2>&1 || true)",
-        "  case \"$version\" in",
-        "    *PRRTE*|*\"Open MPI) 5.\"*|*\"Open MPI) v5.\"*|*\"Open MPI) 6.\"*)",
-        "      # Open MPI 5 runs on PRRTE: the out-of-band interface is a --prtemca parameter.",
-        f"      flags=({' '.join(ompi5)})",
-        "      ;;",
-        "    *\"Open MPI\"*)",
-        f"      flags=({' '.join(ompi4)})",
-        "      ;;",
-        "    *)",
-        "      note \"$1 is not Open MPI: -x and --mca are Open MPI options. Pass the exported variables with your MPI's own\"",
-        "      note \"option (MPICH and Intel MPI: -genvlist NAME,...) and pin its network interface as its documentation says.\"",
-        "      note \"running: $*\"",
-        "      exec \"$@\"",
-        "      ;;",
-        "  esac",
-        *forward,
-        "  local program=$1",
-        "  shift",
-        "  note \"running: $program ${flags[*]} $*\"",
-        "  exec \"$program\" \"${flags[@]}\" \"$@\"",
-        "}",
-        "",
-    ]
-
-
-def _main(title: str, sets_anything: bool) -> list[str]:
-    run_line = ("  say '       ./fix.sh LAUNCH COMMAND...   apply the settings, print what else to change, run the command'"
-                if sets_anything else
-                "  say '       ./fix.sh LAUNCH COMMAND...   sets nothing: print what to change, run the command as it is'")
-    return [
-        "usage() {",
-        f"  say {_sh_word('fix.sh: ' + _comment(title))}",
-        "  say 'usage: ./fix.sh --check             read-only checks; changes nothing'",
-        run_line,
-        "}",
-        "",
-        "case \"${1:-}\" in",
-        "  --check)",
-        "    checks",
-        "    ;;",
-        "  -h|--help)",
-        "    usage",
-        "    ;;",
-        "  ''|-*)",
-        "    usage >&2",
-        "    exit 2",
-        "    ;;",
-        "  *)",
-        "    settings",
-        "    actions",
-        "    instructions",
-        "    launch \"$@\"",
-        "    ;;",
-        "esac",
-    ]
+    forward = ["local name", f"for name in {' '.join(renamed)}; do",
+               "  if [ -n \"${!name+x}\" ]; then",
+               "    flags+=(-x \"$name\")",
+               "  fi",
+               "done"] if renamed else []
+    return _skeleton_fill("launch_open_mpi.sh", {
+        "wrapped_flags": wrapped,
+        "flags_open_mpi_5": [f"flags=({' '.join(ompi5)})"],
+        "flags_open_mpi_4": [f"flags=({' '.join(ompi4)})"],
+        "forward_renamed": forward,
+    })
 
 
 def _exports(parts: list[Part], roles: dict[str, str]) -> list[_Export]:

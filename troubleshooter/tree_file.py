@@ -19,6 +19,19 @@ CHOICE_ID_RE = re.compile(r"[a-z0-9][a-z0-9.-]{0,39}")
 TREE_ID_RE = re.compile(r"[a-z][a-z0-9-]{0,39}")
 FIX_STEP_RE = re.compile(r"fix-[1-9][0-9]*")
 
+# The keys each mapping of a tree file accepts, and those it requires. content/trees/FORMAT.md documents
+# them; tests/test_format_docs.py holds the two together.
+NODE_TYPES = ("choice", "value", "leaf")
+TREE_KEYS = frozenset({"id", "title", "summary", "start", "nodes"})
+LEAF_KEYS = frozenset({"type", "title", "case", "diagnosis", "fix_steps", "script", "asks"})
+LEAF_REQUIRED = LEAF_KEYS - {"asks"}
+_QUESTION_KEYS = frozenset({"type", "question", "help", "role"})
+CHOICE_QUESTION_KEYS = _QUESTION_KEYS | {"choices", "facts"}
+VALUE_QUESTION_KEYS = _QUESTION_KEYS | {"rule", "example", "next"}
+CHOICE_KEYS = frozenset({"id", "label", "help", "next"})
+FACT_MAP_KEYS = frozenset({"fact", "values", "versions", "many"})
+VERSION_RANGE_KEYS = frozenset({"below", "answer"})
+
 Problem = tuple[YamlPath, str]
 
 
@@ -46,7 +59,7 @@ def _tree_parse(data: Any, stem: str, problems: list[Problem]) -> Tree | None:
     if not isinstance(data, dict):
         problems.append(((), "a tree file is a mapping with id, title, summary, start and nodes"))
         return None
-    _keys_check(data, (), {"id", "title", "summary", "start", "nodes"}, {"id", "title", "summary", "start", "nodes"}, problems)
+    _keys_check(data, (), TREE_KEYS, TREE_KEYS, problems)
     tree_id = _text(data, ("id",), problems)
     if tree_id and (not TREE_ID_RE.fullmatch(tree_id) or tree_id != stem):
         problems.append((("id",), f"id '{tree_id}' must be lowercase words joined by '-' and equal the file name '{stem}'"))
@@ -73,8 +86,7 @@ def _node_parse(node_id: str, data: Any, where: YamlPath, problems: list[Problem
         return None
     kind = data.get("type")
     if kind == "leaf":
-        _keys_check(data, where, {"type", "title", "case", "diagnosis", "fix_steps", "script", "asks"},
-                    {"type", "title", "case", "diagnosis", "fix_steps", "script"}, problems)
+        _keys_check(data, where, LEAF_KEYS, LEAF_REQUIRED, problems)
         fix_steps = _strings(data, where + ("fix_steps",), problems, minimum=1)
         for index, step in enumerate(fix_steps):
             if not FIX_STEP_RE.fullmatch(step):
@@ -86,15 +98,14 @@ def _node_parse(node_id: str, data: Any, where: YamlPath, problems: list[Problem
     if kind not in ("choice", "value"):
         problems.append((where + ("type",), "type must be choice, value or leaf"))
         return None
-    common = {"type", "question", "help", "role"}
     if kind == "choice":
-        _keys_check(data, where, common | {"choices", "facts"}, {"type", "question", "choices"}, problems)
+        _keys_check(data, where, CHOICE_QUESTION_KEYS, {"type", "question", "choices"}, problems)
         choices = _choices_parse(data.get("choices"), where + ("choices",), problems)
         facts = _facts_parse(data.get("facts"), where + ("facts",), problems)
         return Question(id=node_id, kind="choice", text=_text(data, where + ("question",), problems) or "",
                         help=_optional_text(data, where + ("help",), problems), role=_role(data, where, problems),
                         choices=choices, facts=facts)
-    _keys_check(data, where, common | {"rule", "example", "next"}, {"type", "question", "rule", "example"}, problems)
+    _keys_check(data, where, VALUE_QUESTION_KEYS, {"type", "question", "rule", "example"}, problems)
     rule = _text(data, where + ("rule",), problems)
     example = data.get("example")
     if example is not None and not isinstance(example, str):
@@ -121,7 +132,7 @@ def _choices_parse(data: Any, where: YamlPath, problems: list[Problem]) -> tuple
         if not isinstance(item, dict):
             problems.append((at, "a choice is a mapping with id and label"))
             continue
-        _keys_check(item, at, {"id", "label", "help", "next"}, {"id", "label"}, problems)
+        _keys_check(item, at, CHOICE_KEYS, {"id", "label"}, problems)
         choice_id = str(item.get("id", ""))
         if isinstance(item.get("id"), bool):
             problems.append((at + ("id",), "YAML reads this id as true/false (yes, no, on, off): put it in quotes"))
@@ -148,7 +159,7 @@ def _facts_parse(data: Any, where: YamlPath, problems: list[Problem]) -> tuple[F
         if not isinstance(item, dict):
             problems.append((at, "a fact mapping is a mapping with fact and values, versions or many"))
             continue
-        _keys_check(item, at, {"fact", "values", "versions", "many"}, {"fact"}, problems)
+        _keys_check(item, at, FACT_MAP_KEYS, {"fact"}, problems)
         fact = str(item.get("fact", ""))
         if fact not in FACTS:
             problems.append((at + ("fact",), f"unknown fact '{fact}' (known: {', '.join(sorted(FACTS))})"))
@@ -180,6 +191,7 @@ def _versions_parse(data: Any, where: YamlPath, problems: list[Problem]) -> tupl
         if not isinstance(item, dict) or "answer" not in item:
             problems.append((at, "each range needs an answer (and a 'below' bound, except the last)"))
             continue
+        _keys_check(item, at, VERSION_RANGE_KEYS, set(), problems)
         below = item.get("below")
         if below is not None and not re.fullmatch(r"\d+(\.\d+)*", str(below)):
             problems.append((at + ("below",), f"'{below}' is not a version such as 2.2"))

@@ -88,10 +88,10 @@ def _body_check(body: RenderedBody, fm: FrontMatter, shown: str) -> list[Content
     errors: list[ContentError] = []
     level2 = [s.id for s in body.sections if s.level == 2]
     for anchor in body.duplicate_ids:
-        errors.append(ContentError(shown, _body_line(fm, anchor), f"heading id '{anchor}' is used twice"))
+        errors.append(ContentError(shown, body_line(fm, anchor), f"heading id '{anchor}' is used twice"))
     for anchor in RENDERED_SECTIONS:
         if anchor in body.ids:
-            errors.append(ContentError(shown, _body_line(fm, anchor), f"'#{anchor}' is rendered from the front matter; remove this heading"))
+            errors.append(ContentError(shown, body_line(fm, anchor), f"'#{anchor}' is rendered from the front matter; remove this heading"))
     missing = [a for a in REQUIRED_SECTIONS if a not in level2]
     for anchor in missing:
         errors.append(ContentError(shown, fm.body_line, f"missing required section: a level-2 heading with {{#{anchor}}}"))
@@ -100,54 +100,34 @@ def _body_check(body: RenderedBody, fm: FrontMatter, shown: str) -> list[Content
         errors.append(ContentError(shown, fm.body_line, f"required sections must come in this order: {', '.join(REQUIRED_SECTIONS)}"))
     steps = [s.id for s in body.fix_steps()]
     if not steps:
-        errors.append(ContentError(shown, _body_line(fm, "fix"), "the fix section needs at least one step heading {#fix-1}"))
+        errors.append(ContentError(shown, body_line(fm, "fix"), "the fix section needs at least one step heading {#fix-1}"))
     elif steps != [f"fix-{n}" for n in range(1, len(steps) + 1)]:
-        errors.append(ContentError(shown, _body_line(fm, steps[0]), f"fix steps must be numbered fix-1, fix-2, ... in order; found {', '.join(steps)}"))
+        errors.append(ContentError(shown, body_line(fm, steps[0]), f"fix steps must be numbered fix-1, fix-2, ... in order; found {', '.join(steps)}"))
     for index, step in enumerate(fm.data.get("steps") or []):
         if step["anchor"] not in steps:
             errors.append(ContentError(shown, fm.line_of(("steps", index, "anchor")), f"step '{step['anchor']}' is not a fix step of this case (it has {', '.join(steps) or 'none'})"))
     allowed_level2 = set(REQUIRED_SECTIONS) | set(OPTIONAL_SECTIONS)
     for anchor in level2:
         if anchor not in allowed_level2 and anchor not in RENDERED_SECTIONS:
-            errors.append(ContentError(shown, _body_line(fm, anchor), f"unknown level-2 section id '{anchor}' (allowed: {', '.join(sorted(allowed_level2))})"))
+            errors.append(ContentError(shown, body_line(fm, anchor), f"unknown level-2 section id '{anchor}' (allowed: {', '.join(sorted(allowed_level2))})"))
     return errors
 
 
-_INTERNAL_LINK_RE = re.compile(r'href="(/[^"#]*)(?:#([^"]*))?"')
-_CASE_LINK_RE = re.compile(r"^/kb/([a-z0-9-]+)/$")
-
-
-def _links_check(doc: CaseDoc, by_slug: dict[str, CaseDoc], file_slugs: set[str]) -> list[ContentError]:
-    """Links to other cases must name an existing case and, when they carry one, an existing anchor."""
-    errors: list[ContentError] = []
-    for path, anchor in _INTERNAL_LINK_RE.findall(doc.body.html):
-        match = _CASE_LINK_RE.match(path)
-        target = by_slug.get(match.group(1)) if match else None
-        line = _body_line(doc.front_matter, "", needle=path)
-        if target is None and not path.startswith(("/troubleshoot/", "/search", "/kb/")):
-            errors.append(ContentError(doc.path, line, f"link to '{path}' does not point at a page of this site (cases live at /kb/<slug>/)"))
-        elif match and target is None and match.group(1) not in file_slugs:
-            errors.append(ContentError(doc.path, line, f"link to '{path}': there is no case '{match.group(1)}'"))
-        elif target is not None and anchor and anchor not in target.anchors and anchor != "related":
-            errors.append(ContentError(doc.path, line, f"link to '{path}#{anchor}': that case has no section '#{anchor}'"))
-    return errors
-
-
-def _body_line(fm: FrontMatter, anchor: str, needle: str | None = None) -> int:
+def body_line(fm: FrontMatter, anchor: str, needle: str | None = None) -> int:
+    """The file line of the heading `{#anchor}` (or of the first `needle`) in the body, for errors that point there."""
     match = re.search(re.escape(needle) if needle else r"\{#" + re.escape(anchor) + r"\}", fm.body)
     return fm.body_line + (fm.body[: match.start()].count("\n") if match else 0)
 
 
 def _cross_file_check(docs: list[CaseDoc], file_slugs: set[str]) -> list[ContentError]:
-    """Slugs and aliases are unique across all files; related and linked cases exist. A case whose own file
-    has errors still counts as existing here, so one broken file does not cascade into errors in the others."""
+    """Slugs and aliases are unique across all files; related cases exist. A case whose own file
+    has errors still counts as existing here, so one broken file does not cascade into errors in the others.
+    Links in the bodies are checked against the URLconf, outside this pure module (kb/content/links.py)."""
     errors: list[ContentError] = []
     owner: dict[str, CaseDoc] = {}
     for doc in docs:
         owner[doc.slug] = doc
-    by_slug = dict(owner)
     for doc in docs:
-        errors += _links_check(doc, by_slug, file_slugs)
         for index, alias in enumerate(doc.meta.get("aliases") or []):
             if alias in owner and owner[alias] is not doc:
                 errors.append(ContentError(doc.path, doc.line_of(("aliases", index)), f"alias '{alias}' is already the slug or alias of {owner[alias].path}"))

@@ -7,9 +7,10 @@ from pathlib import Path
 
 from django.db import connection, transaction
 
-from kb.content.cases import CaseDoc, case_files_read, content_revision
+from kb.content.cases import CaseDoc, case_files_read, case_paths, content_revision
 from kb.content.errors import ContentError, ContentInvalid
 from kb.content.harmless import HarmlessDoc, harmless_files_read
+from kb.content.links import case_links_check
 from kb.extensions import content_checks_run
 from kb.models import Alias, Case, ContentState, HarmlessLine, Tag
 from kb.content.publish import build_dir_new, build_swap, current_revision, snapshot_write
@@ -70,6 +71,7 @@ def content_check(content_dir: Path) -> tuple[list[CaseDoc], list[HarmlessDoc], 
     """Read and validate every content file (cases, the harmless list, and the checks other apps
     registered in kb.extensions); the one sequence both `validate_content` and `load_content` run."""
     docs, errors = case_files_read(content_dir)
+    errors += case_links_check(docs, {path.stem for path in case_paths(content_dir)})
     harmless, harmless_errors = harmless_files_read(content_dir)
     errors += harmless_errors
     if not errors:

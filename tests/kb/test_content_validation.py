@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 from kb.content.cases import case_files_read
+from kb.content.load import content_check
 from tests.kb.case_files import VALID_FRONT_MATTER, case_text, line_of, write_case
 
 
@@ -163,3 +164,31 @@ def test_signature_versions_take_specifiers(tmp_path):
     errors = errors_for(tmp_path, text)
     assert len(errors) == 1
     assert errors[0].endswith("'two' for pytorch is not a version specifier such as '>=2.2,<2.14'")
+
+
+def link_errors_for(tmp_path: Path, links: str) -> list[str]:
+    """The link errors `validate_content` reports for a case whose body ends with `links` (Markdown)."""
+    content = tmp_path / "content"
+    write_case(content, "other-case")
+    body = case_text("test-case").split("---\n", 2)[2] + f"\n{links}\n"
+    write_case(content, "test-case", case_text("test-case", body=body))
+    _, _, errors = content_check(content)
+    return [str(e) for e in errors]
+
+
+def test_links_to_pages_of_the_site_are_accepted(tmp_path):
+    links = ("[a](/kb/other-case/#fix-2) [b](/kb/) [c](/kb/harmless/) [d](/search?q=ALLGATHER) "
+             "[e](/troubleshoot/hang/?when=init) [f](/troubleshoot/)")
+    assert link_errors_for(tmp_path, links) == []
+
+
+@pytest.mark.parametrize("link, message", [
+    ("/kb/no-such-case/", "link to '/kb/no-such-case/': there is no case 'no-such-case'"),
+    ("/kb/other-case/#fix-9", "link to '/kb/other-case/#fix-9': that case has no section '#fix-9'"),
+    ("/wiki/other-case/", "link to '/wiki/other-case/' does not point at a page of this site"),
+    ("/kb/other-case/extra", "link to '/kb/other-case/extra' does not point at a page of this site"),
+])
+def test_a_link_to_no_page_is_reported_at_its_line(tmp_path, link, message):
+    errors = link_errors_for(tmp_path, f"See [there]({link}).")
+    text = (tmp_path / "content" / "cases" / "test-case.md").read_text()
+    assert len(errors) == 1 and errors[0].startswith(f"content/cases/test-case.md:{line_of(text, link)}: {message}")

@@ -7,6 +7,7 @@ import re
 import stat
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
+from importlib.resources import files
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,16 @@ def test_every_distinct_script_body_passes_shellcheck_at_warning_level(all_scrip
         results = list(pool.map(shellcheck, chunks))
     problems = [r.stdout for r in results if r.returncode]
     assert not problems, problems[0][:3000]
+
+
+def test_the_script_skeleton_passes_shellcheck_where_it_is_written():
+    """The static bash is checked as the .sh files an editor opens, at shellcheck's strictest level, so a fault
+    in it is reported at its own line rather than at a line of some generated script."""
+    skeleton = files("troubleshooter") / "script_skeleton"
+    paths = sorted(str(path) for path in skeleton.iterdir() if path.name.endswith(".sh"))
+    assert [Path(path).name for path in paths] == ["fix.sh", "launch_exec.sh", "launch_open_mpi.sh"]
+    result = subprocess.run([SHELLCHECK, "-S", "style", "-s", "bash", *paths], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[:3000]
 
 
 def test_a_script_with_a_syntax_error_fails_shellcheck(tmp_path):
@@ -136,19 +147,28 @@ def test_the_flight_recorder_is_set_only_on_pytorch_2_5_and_newer(library):
         assert "TORCH_NCCL_TRACE_BUFFER_SIZE" not in render(library, {**base, "torch": older})
 
 
-@pytest.mark.parametrize("framework, expected", [
-    ("megatron", "--distributed-timeout-minutes 45"),
-    ("hf-trainer", "--ddp_timeout 2700 (seconds)"),
-    ("accelerate", "InitProcessGroupKwargs(timeout=timedelta(minutes=45))"),
-    ("pytorch", "init_process_group('nccl', timeout=datetime.timedelta(minutes=45))"),
-    ("deepspeed", "export DEEPSPEED_TIMEOUT=45"),
-    ("autotrain", "PartialState(timeout=datetime.timedelta(minutes=45))"),
+@pytest.mark.parametrize("framework, printed, exported", [
+    ("megatron", "--distributed-timeout-minutes 45", None),
+    ("hf-trainer", "--ddp_timeout 2700 (seconds)", None),
+    ("accelerate", "InitProcessGroupKwargs(timeout=timedelta(minutes=45))", None),
+    ("pytorch", "init_process_group('nccl', timeout=datetime.timedelta(minutes=45))", None),
+    ("deepspeed", "deepspeed.init_distributed(dist_backend='nccl', timeout=datetime.timedelta(minutes=45))",
+     "DEEPSPEED_TIMEOUT=45"),
+    ("autotrain", "PartialState(timeout=datetime.timedelta(minutes=45))", None),
 ])
-def test_the_timeout_is_the_framework_s_own_flag_or_code(library, tmp_path, framework, expected):
+def test_the_timeout_is_the_framework_s_own_flag_or_code(library, tmp_path, framework, printed, exported):
+    """The wrapper runs the command (here `env`) and prints the flag or code to change; where the framework
+    reads a variable, the command sees it set."""
     script = tmp_path / "fix.sh"
     script.write_text(render(library, _state(when="preprocess", launcher="torchrun", framework=framework, minutes="45")))
-    result = _run(script, "true")
-    assert expected in result.stderr or expected in script.read_text()
+    result = _run(script, "env")
+    assert result.returncode == 0, result.stderr
+    assert printed in result.stderr
+    environment = result.stdout.splitlines()
+    if exported:
+        assert exported in environment
+    else:
+        assert not any(line.startswith("DEEPSPEED_TIMEOUT=") for line in environment)
 
 
 def test_deepspeed_timeout_is_exported_only_for_deepspeed(library):
@@ -277,6 +297,7 @@ def test_the_mpirun_wrapper_leaves_other_mpis_alone_and_says_why(library, tmp_pa
     script.write_text(render(library, _state(when="init", init_log="iface", launcher="mpirun", iface="eth0", container="bare-metal")))
     fake = _fake_mpirun(tmp_path / "bin", "HYDRA build details:")
     result = _run(script, str(fake), "-np", "2", "hostname")
+    assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["-np", "2", "hostname"]
     assert "is not Open MPI" in result.stderr
 
@@ -298,6 +319,7 @@ def test_a_build_lock_is_reported_and_never_removed(library, tmp_path):
     script = tmp_path / "fix.sh"
     script.write_text(render(library, _state(when="every-job", rerun_where="build", rerun_build="extension", launcher="torchrun")))
     checked = _run(script, "--check", env={"HOME": str(home)})
+    assert checked.returncode == 0, checked.stderr
     assert str(lock) in checked.stdout and lock.exists()
     result = _run(script, "true", env={"HOME": str(home)})
     assert result.returncode == 0, result.stderr
@@ -341,10 +363,12 @@ def test_check_mode_does_not_resolve_an_ip_address_or_print_raw_errors(library, 
     script.write_text(render(library, _state(when="launch", launch_log="store", launcher="torchrun", master_addr="10.0.0.5",
                                              master_port="29500")))
     result = _run(script, "--check")
+    assert result.returncode == 0, result.stderr
     assert "does not resolve" not in result.stdout and "nothing to resolve" in result.stdout
     script.write_text(render(library, _state(when="compile", compile_what="megatron", megatron_state="waiting", launcher="torchrun",
                                              megatron_dir="/nonexistent/Megatron-LM")))
     result = _run(script, "--check", env={"PATH": os.environ["PATH"]})
+    assert result.returncode == 0, result.stderr
     assert "No such file or directory" not in result.stdout + result.stderr
     assert "Traceback" not in result.stdout + result.stderr
     assert "no megatron/ directory" in result.stdout

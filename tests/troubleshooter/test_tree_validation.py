@@ -187,3 +187,12 @@ def test_validate_content_stops_with_file_and_line(content_copy, settings, capsy
     with pytest.raises(CommandError):
         call_command("validate_content")
     assert f"trees/mini.yaml:{_line_of(path, 'case: no-such-case')}: leaf 'leaf-a' names case 'no-such-case'" in capsys.readouterr().err
+
+
+def test_a_misspelt_key_in_a_version_range_is_reported_at_its_line(content_copy):
+    """`bellow:` for `below:` was silently dropped, and the range then caught every version."""
+    path = content_copy / "trees" / "hang.yaml"
+    path.write_text(path.read_text().replace('          - below: "1.9"\n', '          - bellow: "1.9"\n', 1))
+    docs, _ = case_files_read(content_copy)
+    messages = _messages(trees_check(content_copy, docs), "hang.yaml")
+    assert (_line_of(path, "bellow:"), "unknown key 'bellow' (allowed: answer, below)") in messages

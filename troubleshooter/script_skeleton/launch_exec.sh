@@ -1,0 +1,4 @@
+launch() {
+  note "running: $*"
+  exec "$@"
+}
