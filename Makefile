@@ -9,6 +9,10 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 HTMX_VERSION := 2.0.11
 
 WORKERS ?= $(shell echo $$(( $$(nproc) * 2 + 1 )))
+# gunicorn's default access log line, less the query string (%(r)s -> method, path, protocol) and the referer
+# (%(f)s, which carries the previous page's query string): a log line pasted into a search link, tokens and
+# all, must not be kept in the access log. See README, "Pasted logs and secrets".
+ACCESS_LOG_FORMAT := %(h)s %(l)s %(u)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s "%(a)s"
 
 .PHONY: run serve loadtest test venv install install-dev migrate content browser bench score clean vendor-htmx
 
@@ -22,7 +26,7 @@ serve: install
 	DEBUG=0 $(PY) manage.py migrate --noinput
 	DEBUG=0 $(PY) manage.py load_content
 	DEBUG=0 $(PY) manage.py collectstatic --noinput --verbosity 0
-	DEBUG=0 $(VENV)/bin/gunicorn config.wsgi --bind $(HOST):$(PORT) --workers $(WORKERS) --access-logfile - --timeout 120
+	DEBUG=0 $(VENV)/bin/gunicorn config.wsgi --bind $(HOST):$(PORT) --workers $(WORKERS) --access-logfile - --access-logformat '$(ACCESS_LOG_FORMAT)' --timeout 120
 
 test: install-dev browser
 	$(VENV)/bin/ruff check kb troubleshooter config tests
