@@ -120,7 +120,8 @@ KB_MAX_JOB_BYTES = int(os.environ.get("KB_MAX_JOB_BYTES", 4 * KB_MAX_LOG_BYTES))
 # (marked partial), so a crafted log cannot hold a worker. The command line has no budget.
 KB_DIAGNOSIS_BUDGET_S = float(os.environ.get("KB_DIAGNOSIS_BUDGET_S", "20"))
 DATA_UPLOAD_MAX_MEMORY_SIZE = KB_MAX_LOG_BYTES + 1024 * 1024
-FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024  # per uploaded file; past it the file spools to an unnamed temp file
+FILE_UPLOAD_HANDLERS = ["kb.log_input.SpooledUploadHandler"]
 
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"

@@ -3,13 +3,42 @@
 command line uses, so ranks come from paths the same way and hostile archives are refused the same way."""
 from __future__ import annotations
 
+import tempfile
+
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
+from django.core.files.uploadedfile import UploadedFile
+from django.core.files.uploadhandler import FileUploadHandler
 from django.http import HttpRequest, QueryDict
 
 from kb.job_input import MAX_MEMBER_BYTES, JobFile, JobInput, job_read
 
 _ARCHIVE_MAGIC = (b"PK\x03\x04", b"PK\x05\x06", b"\x1f\x8b", b"\xfd7zXZ\x00")  # not bzip2: "BZh" starts text too
+
+
+class SpooledUploadHandler(FileUploadHandler):
+    """Every uploaded file is held in memory up to FILE_UPLOAD_MAX_MEMORY_SIZE, then spooled to a temporary
+    file that has no name (tempfile.TemporaryFile: O_TMPFILE, or unlinked right after it is opened). Django's
+    own handlers keep a named `tmpXXXX.upload` file for the whole request, which a worker killed by gunicorn's
+    timeout leaves behind with the log's secrets in it; a file without a name goes when its process does."""
+
+    def new_file(self, *args, **kwargs) -> None:
+        super().new_file(*args, **kwargs)
+        spool = tempfile.SpooledTemporaryFile(max_size=settings.FILE_UPLOAD_MAX_MEMORY_SIZE,
+                                              dir=settings.FILE_UPLOAD_TEMP_DIR)
+        self.file = UploadedFile(spool, self.file_name, self.content_type, 0, self.charset, self.content_type_extra)
+
+    def receive_data_chunk(self, raw_data: bytes, start: int) -> None:
+        self.file.write(raw_data)
+
+    def file_complete(self, file_size: int) -> UploadedFile:
+        self.file.seek(0)
+        self.file.size = file_size
+        return self.file
+
+    def upload_interrupted(self) -> None:
+        if hasattr(self, "file"):
+            self.file.close()
 
 
 class LogTooLarge(Exception):

@@ -20,7 +20,7 @@ from kb.diagnose import job_diagnosis_run
 from kb.extensions import facts_link
 from kb.job_input import JobFile, JobInput, JobInputError, JobTooLarge
 from kb.log_input import LogTooLarge, NoLog, job_from_request, limit_text
-from kb.forms import MAX_QUERY_CHARS, SearchForm, TagFilterForm  # noqa: F401 (MAX_QUERY_CHARS: kept importable from here)
+from kb.forms import MAX_QUERY_CHARS, SearchForm, TagFilterForm, query_is_keywords  # noqa: F401 (MAX_QUERY_CHARS: kept importable from here)
 from kb.models import Alias, Case, ContentState, HarmlessLine
 from kb.search.index import IndexMissing, SearchResults, search as text_search, search_results
 from kb.presentation import body_with_step_versions, result_snapshot, snapshot_view
@@ -37,10 +37,16 @@ def home(request: HttpRequest) -> HttpResponse:
                                             "revision": ContentState.loaded_revision()})
 
 
-@require_safe
+@require_http_methods(["GET", "HEAD", "POST"])
 def search(request: HttpRequest) -> HttpResponse:
-    """The search page, `?q=`: a stable, linkable URL. Words are a text search that says where each page mentions them;
-    a query shaped like a log line (or several lines) is also diagnosed, like a paste into the box."""
+    """/search?q= : a stable, linkable URL. Words are a text search that says where each page mentions them;
+    a query shaped like a log line (or several lines) is also diagnosed, like a paste into the box.
+
+    The site's own search boxes POST (with CSRF), since people paste log lines into them and a log may hold a
+    token: words are redirected to the GET URL (linkable, as a wiki needs), a log is answered in place, so it
+    never reaches a URL, the browser's history or an access log."""
+    if request.method == "POST":
+        return _search_posted(request)
     form = SearchForm(request.GET)
     if not form.is_valid():
         return _error(request, 400, "Query too long", form.errors["q"][0])
@@ -56,6 +62,29 @@ def search(request: HttpRequest) -> HttpResponse:
     else:
         template = "kb/search.html"
     response = render(request, template, context)
+    patch_vary_headers(response, ["HX-Request", "HX-Target"])
+    return response
+
+
+def _search_posted(request: HttpRequest) -> HttpResponse:
+    query = request.POST.get("q", "")
+    if not query.strip() or query_is_keywords(query):
+        if request.htmx:  # search as you type: the hits in place, no navigation
+            context = {"query": query, **(_keyword_results(query) if query.strip() else {})}
+            response = render(request, "kb/_search_hits.html", context)
+            patch_vary_headers(response, ["HX-Request", "HX-Target"])
+            return response
+        url = reverse("kb:search") + (f"?{urlencode({'q': query.strip()})}" if query.strip() else "")
+        response = HttpResponseRedirect(url)
+        response.status_code = 303  # See Other: the browser GETs the search's own URL
+        return response
+    data = query.encode("utf-8", errors="replace")
+    if len(data) > settings.KB_MAX_LOG_BYTES:
+        return _error(request, 413, "Log too large", f"{LogTooLarge(settings.KB_MAX_LOG_BYTES)} Trim it to the part "
+                                                     "around the first error, or split it per rank.")
+    context = {"query": "", "pasted": True, "limit": limit_text(settings.KB_MAX_LOG_BYTES)}
+    context.update(_results(request, query[:2000], [("pasted", data)], pasted="\n" in query.strip()))
+    response = render(request, "kb/_results.html" if request.htmx else "kb/search.html", context)
     patch_vary_headers(response, ["HX-Request", "HX-Target"])
     return response
 

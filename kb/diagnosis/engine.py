@@ -12,7 +12,7 @@ from typing import Any
 
 from kb.diagnosis.conditions import condition_holds
 from kb.diagnosis.events import Failure, failure_exception
-from kb.diagnosis.facts import BAND_FACTS, GENERIC_FACTS, rank_facts
+from kb.diagnosis.facts import BAND_FACTS, GENERIC_FACTS, facts_bounded, rank_facts
 from kb.diagnosis.flight_recorder import FlightRecorderReading, flight_recorder_detect, flight_recorder_read
 from kb.diagnosis.reading import (
     EVIDENCE_PER_SIGNAL, MAX_HARMLESS, Evidence, FileReading, Harmless, Source, facts_merge, reading_rank_set,
@@ -193,6 +193,9 @@ def job_diagnose(readings: list[FileReading], rules: Rules, *, top: int = 5, sta
     partial = any(r.partial for r in readings)
     stats = {"bytes": sum(r.bytes for r in readings), "lines": sum(r.lines for r in readings),
              "ms": round(elapsed_ms, 1), "files": len(readings), **({"partial": True} if partial else {})}
+    facts, cut = facts_bounded(facts)
+    if cut:
+        stats["facts_cut"] = cut
     repairs = sorted({note for r in readings for note in r.repairs})
     groups_of_stacks = stack_groups(all_stacks)
     where = rank_groups_build(verdict=verdict, stack_groups=groups_of_stacks,

@@ -281,6 +281,34 @@ def rank_facts(ranks: dict[int, RankState]) -> dict[str, Any]:
 
 
 MAX_FACT_LINES = 500  # set-valued facts (hosts, interfaces) are complete long before this in real logs
+# What a fact may hold once the job is read: the page, the JSON and a shared report echo facts, so a value
+# captured from a 29 MB line must not come back whole. 200 characters hold any host name, interface,
+# version or path a fact names; 1024 values hold the ranks the scanner tells apart (RANK_PREFIXES).
+MAX_FACT_CHARS = 200
+MAX_FACT_VALUES = 1024
+
+
+def facts_bounded(facts: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The facts with every text value cut to MAX_FACT_CHARS (ending in "…") and every list to its first
+    MAX_FACT_VALUES values, at any depth; and the names of the facts that were cut, sorted."""
+    cut: set[str] = set()
+    bounded = {}
+    for key, value in facts.items():
+        kept = _bounded(value)
+        if kept != value:
+            cut.add(key)
+        bounded[key] = kept
+    return bounded, sorted(cut)
+
+
+def _bounded(value: Any) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= MAX_FACT_CHARS else value[:MAX_FACT_CHARS - 1] + "…"
+    if isinstance(value, list):
+        return [_bounded(v) for v in value[:MAX_FACT_VALUES]]
+    if isinstance(value, dict):
+        return {_bounded(k): _bounded(v) for k, v in list(value.items())[:MAX_FACT_VALUES]}
+    return value
 
 
 def _keep(facts: dict[str, Any], rule: Pattern, matches) -> None:

@@ -92,3 +92,17 @@ def test_the_case_list_filter_sends_only_the_tags_chosen(browser_page):
     page.wait_for_load_state()
     assert page.url.endswith("/kb/?tag=phase:checkpoint")
     assert "tagged" in page.inner_text("#list-h")
+
+
+def test_a_log_line_entered_in_the_header_box_is_diagnosed_without_reaching_the_url(browser_page_without_js):
+    """Regression: the header box was a GET form, so a pasted line with its HF_TOKEN went into the address, the
+    browser's history and the server's access log."""
+    page = browser_page_without_js.page
+    secret = "hf_HeaderBoxTokenAbcdefghijklmnop0123"
+    page.goto(browser_page_without_js.base_url + "/kb/")
+    page.fill("#header-q", "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, "
+                           f"Timeout(ms)=600000) ran for 600041 milliseconds before timing out. HF_TOKEN={secret}")
+    page.press("#header-q", "Enter")
+    page.wait_for_load_state()
+    assert page.url == browser_page_without_js.base_url + "/search"
+    assert "Diagnosis of your log" in page.inner_text("h1")

@@ -153,3 +153,37 @@ def test_mutated_real_case_files_give_line_numbered_errors_or_load(data):
     else:
         for path, message in case_front_matter_check(parsed.data):
             assert parsed.line_of(path) >= 1 and message
+
+
+def _strings_in(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in _strings_in(k) + _strings_in(v)]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _strings_in(v)]
+    return []
+
+
+def test_a_fact_read_from_a_29_mb_line_comes_back_cut():
+    """Regression: a fact captured with `\\S+` (the socket interface) came back 4 KB long from a 29 MB line, and the
+    page, the JSON and a shared report echoed it."""
+    data = (b"host1:1:1 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth" + b"x" * (29 * 1024 * 1024) + b"\n")
+    result = log_diagnose([("log", data)], SIGNATURES)
+    assert result.facts["interfaces"]
+    assert max(len(s) for s in _strings_in(result.facts)) <= facts.MAX_FACT_CHARS
+    assert result.facts["interfaces"][0].endswith("…")
+    assert result.stats["facts_cut"] == sorted(k for k in result.facts if k in ("interfaces", "socket_ifname"))
+
+
+def test_a_set_valued_fact_keeps_at_most_its_bound_of_values():
+    files = [(f"node{n}.log", "".join(f"h{n}x{i}:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+                                      for i in range(500)).encode()) for n in range(4)]
+    result = log_diagnose(files, SIGNATURES)
+    assert len(result.facts["hosts"]) == facts.MAX_FACT_VALUES
+    assert "hosts" in result.stats["facts_cut"]
+
+
+def test_facts_within_their_bounds_are_returned_unchanged():
+    kept = {"hosts": ["node-a", "node-b"], "nccl_version": "2.21.5", "ranks": list(range(512)), "world_size": 512}
+    assert facts.facts_bounded(kept) == (kept, [])
