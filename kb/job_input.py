@@ -178,14 +178,14 @@ def _dispatch(name: str, handle: IO[bytes], limits: _Limits, notes: list[str]) -
         return _read_tar(handle, limits, notes)
     if head.startswith(b"\x1f\x8b"):  # a .tar.gz, or one gzipped log
         try:
-            first = gzip.GzipFile(fileobj=handle).read(512)
+            first = gzip.GzipFile(fileobj=handle, mode="rb").read(512)
         except (OSError, EOFError) as error:
             raise JobInputError(f"'{_shown(name)}' is not a readable gzip file ({error}).") from None
         handle.seek(start)
         if _is_ustar(first):
             return _read_tar(handle, limits, notes)
         limits.count_member(name)
-        return [(_strip_gz(name), _read_bounded(gzip.GzipFile(fileobj=handle), name, limits))]
+        return [(_strip_gz(name), _read_bounded(gzip.GzipFile(fileobj=handle, mode="rb"), name, limits))]
     limits.count_member(name)
     return [(name, _read_bounded(handle, name, limits))]
 

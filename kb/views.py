@@ -83,7 +83,8 @@ def _search_posted(request: HttpRequest) -> HttpResponse:
         return _error(request, 413, "Log too large", f"{LogTooLarge(settings.KB_MAX_LOG_BYTES)} Trim it to the part "
                                                      "around the first error, or split it per rank.")
     context = {"query": "", "pasted": True, "limit": limit_text(settings.KB_MAX_LOG_BYTES)}
-    context.update(_results(request, query[:2000], [("pasted", data)], pasted="\n" in query.strip()))
+    job = JobInput(files=[JobFile(name="pasted", data=data)])
+    context.update(_results(request, query[:2000], job, pasted="\n" in query.strip()))
     response = render(request, "kb/_results.html" if request.htmx else "kb/search.html", context)
     patch_vary_headers(response, ["HX-Request", "HX-Target"])
     return response

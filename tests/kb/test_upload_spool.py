@@ -47,7 +47,7 @@ def test_an_upload_past_the_memory_bound_is_on_disk_without_a_name_while_it_is_r
     settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path)
     seen: dict[str, list] = {}
     from kb import views
-    real = views.diagnosis_run
+    real = views.job_diagnosis_run
 
     def diagnosis_run_watched(*args, **kwargs):
         seen["names"] = sorted(p.name for p in tmp_path.iterdir())
@@ -55,7 +55,7 @@ def test_an_upload_past_the_memory_bound_is_on_disk_without_a_name_while_it_is_r
         seen["unnamed"] = open_unnamed_files_in(tmp_path)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(views, "diagnosis_run", diagnosis_run_watched)
+    monkeypatch.setattr(views, "job_diagnosis_run", diagnosis_run_watched)
     response = client.post("/diagnose", {"file": SimpleUploadedFile("rank1.log", big_log(settings))})
     assert response.status_code == 200 and b"Watchdog caught" in response.content
     assert seen["names"] == [] and seen["holding"] == []
@@ -67,13 +67,13 @@ def test_a_small_upload_stays_in_memory(client, settings, tmp_path, monkeypatch)
     settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path)
     seen: dict[str, list] = {}
     from kb import views
-    real = views.diagnosis_run
+    real = views.job_diagnosis_run
 
     def diagnosis_run_watched(*args, **kwargs):
         seen["unnamed"] = open_unnamed_files_in(tmp_path)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(views, "diagnosis_run", diagnosis_run_watched)
+    monkeypatch.setattr(views, "job_diagnosis_run", diagnosis_run_watched)
     response = client.post("/diagnose", {"file": SimpleUploadedFile("rank1.log", WATCHDOG.encode())})
     assert response.status_code == 200 and seen["unnamed"] == []
 
@@ -97,7 +97,7 @@ def test_an_upload_whose_diagnosis_fails_leaves_nothing_in_the_temp_dir(client, 
     def diagnosis_run_failing(*args, **kwargs):
         raise RuntimeError("the engine failed mid-way")
 
-    monkeypatch.setattr(views, "diagnosis_run", diagnosis_run_failing)
+    monkeypatch.setattr(views, "job_diagnosis_run", diagnosis_run_failing)
     client.raise_request_exception = False
     response = client.post("/diagnose", {"file": SimpleUploadedFile("rank1.log", big_log(settings))})
     assert response.status_code == 500 and b"the engine failed" not in response.content
@@ -116,7 +116,7 @@ KILLED_WORKER = textwrap.dedent("""
     def killed(*args, **kwargs):  # the worker dies while it holds the upload: SIGKILL runs no clean-up
         os.kill(os.getpid(), signal.SIGKILL)
 
-    views.diagnosis_run = killed
+    views.job_diagnosis_run = killed
     data = sys.stdin.buffer.read()
     Client().post("/diagnose", {"file": SimpleUploadedFile("rank1.log", data)})
 """)
