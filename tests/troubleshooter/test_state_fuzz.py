@@ -28,5 +28,8 @@ def test_any_query_string_is_answered_without_a_server_error(pairs):
     from django.test import Client
     client = Client()
     query = urlencode(pairs)
-    for path in ("/troubleshoot/hang/", "/troubleshoot/hang/fix.sh"):
-        assert client.get(f"{path}?{query}").status_code in (200, 400)
+    assert client.get(f"/troubleshoot/hang/fix.sh?{query}").status_code in (200, 400)
+    response = client.get(f"/troubleshoot/hang/?{query}")
+    if response.status_code == 302:  # a valid state whose URL was not canonical: one redirect, then the step
+        response = client.get(response["Location"])
+    assert response.status_code in (200, 400)
