@@ -2,8 +2,9 @@
 
 State is a flat mapping of question id -> answer, as it travels in the URL query. Walking always
 starts at the tree's start and follows the answers, so a state names its step whatever order the
-answers were given in, answers off the current path are kept (revisiting an earlier question
-keeps later ones) and a question the log already answered is skipped.
+answers were given in, and a question the log already answered is skipped. A step also says which
+questions can still come (`ahead`): answers to those are worth keeping (revisiting an earlier
+question keeps later ones), answers to any other question no longer matter (state.py drops them).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Mapping
 
 from troubleshooter.echo import text_shown
 from troubleshooter.rules import RULES
-from troubleshooter.tree_model import Leaf, Question, Tree
+from troubleshooter.tree_model import Leaf, Question, Tree, tree_reachable
 
 
 class StateError(ValueError):
@@ -43,6 +44,7 @@ class Step:
     path: tuple[Answered, ...]  # the answers used to get here, in the order they were asked
     question: Question | None = None
     leaf: Leaf | None = None
+    ahead: frozenset[str] = frozenset()  # questions that can still be asked after this step, the current one included
 
     @property
     def roles(self) -> dict[str, str]:
@@ -82,14 +84,15 @@ def tree_step(tree: Tree, answers: Mapping[str, str]) -> Step:
         seen.add(node_id)
         node = tree.nodes[node_id]
         if isinstance(node, Leaf):
-            for asked_id in node.asks:
+            for index, asked_id in enumerate(node.asks):
                 question = tree.nodes[asked_id]
                 if asked_id not in clean:
-                    return Step(tree, clean, tuple(path), question=question)
+                    return Step(tree, clean, tuple(path), question=question, ahead=frozenset(node.asks[index:]))
                 path.append(Answered(question, clean[asked_id]))
             return Step(tree, clean, tuple(path), leaf=node)
         if node_id not in clean:
-            return Step(tree, clean, tuple(path), question=node)
+            ahead = frozenset(n for n in tree_reachable(tree, node_id) if tree.question(n) is not None)
+            return Step(tree, clean, tuple(path), question=node, ahead=ahead)
         path.append(Answered(node, clean[node_id]))
         node_id = node.next_for(clean[node_id])
 

@@ -6,35 +6,39 @@ from urllib.parse import urlencode
 
 from django.urls import reverse
 
-from troubleshooter.library import library_published
 from troubleshooter.facts import answers_from_facts
+from troubleshooter.library import library_published
+from troubleshooter.state import State, state_from_facts, state_query
 
 
-def state_query(answers: Mapping[str, str]) -> list[tuple[str, str]]:
-    """Answers as URL query pairs, sorted by question id so equal states have equal URLs."""
-    return sorted(answers.items())
+def state_url(tree_id: str, state: State) -> str:
+    """The wizard page for a state, its query sorted so equal states share one URL."""
+    base = reverse("troubleshooter:step", args=[tree_id])
+    query = state_query(state)
+    return f"{base}?{urlencode(query)}" if query else base
 
 
 def step_url(tree_id: str, answers: Mapping[str, str]) -> str:
-    """The wizard page for a state; answers sorted by question id so equal states share one URL."""
-    base = reverse("troubleshooter:step", args=[tree_id])
-    return f"{base}?{urlencode(state_query(answers))}" if answers else base
+    """The wizard page for answers the user gave."""
+    return state_url(tree_id, State(dict(answers)))
 
 
 def script_url(tree_id: str, answers: Mapping[str, str]) -> str:
-    return f"{reverse('troubleshooter:script', args=[tree_id])}?{urlencode(state_query(answers))}"
+    return f"{reverse('troubleshooter:script', args=[tree_id])}?{urlencode(sorted(answers.items()))}"
 
 
 def wizard_url_for_facts(facts: Mapping[str, Any]) -> str | None:
     """Where the log-diagnosis page sends the user: the tree the facts answer best, with those answers filled in.
 
-    The wizard then skips every question the log already answered. None when no tree is available."""
+    The link is canonical (only answers on the path or still ahead of it) and marks every answer as read from the
+    log, so the wizard opens at the first unanswered question and lists what the log answered. None when no tree
+    is available."""
     library = library_published()
-    best: tuple[int, str, dict[str, str]] | None = None
+    best: tuple[int, str] | None = None
     for tree_id in sorted(library.trees):
-        answers = answers_from_facts(library.trees[tree_id], dict(facts))
-        if best is None or len(answers) > best[0]:
-            best = (len(answers), tree_id, answers)
+        count = len(answers_from_facts(library.trees[tree_id], dict(facts)))
+        if best is None or count > best[0]:
+            best = (count, tree_id)
     if best is None:
         return None
-    return step_url(best[1], best[2])
+    return state_url(best[1], state_from_facts(library.trees[best[1]], facts))

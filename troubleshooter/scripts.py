@@ -77,6 +77,33 @@ class _Export:
         return f"{self.name}={self.value}"
 
 
+@dataclass(frozen=True)
+class ScriptSummary:
+    """What a leaf's fix.sh does, read from the same selection the composer renders, so the page cannot promise
+    more or less than the script: the variables `./fix.sh CMD` exports, the interface it pins Open MPI to,
+    what it does on the node first, and the tools `--check` runs."""
+    exports: tuple[str, ...]  # as exported; a renamed variable as "NEWER (OLDER before PyTorch X)"
+    mpi_interface: str | None
+    actions: tuple[str, ...]
+    check_tools: tuple[str, ...]
+    check_count: int
+
+
+def script_summary(step: Step, parts: Mapping[str, Part]) -> ScriptSummary:
+    """The summary of the script script_render makes for this step."""
+    if step.leaf is None:
+        raise ValueError("a script needs a step that reached a leaf")
+    roles = step.roles
+    chosen = [parts[part_id] for part_id in step.leaf.script]
+    exports = tuple(f"{e.renamed[1]} ({e.name} before PyTorch {e.renamed[0]})" if e.renamed else e.name
+                    for e in _exports(chosen, roles))
+    mpi_iface = next((roles[p.mpi_interface] for p in chosen if p.mpi_interface and roles["launcher"] == "mpirun"), None)
+    actions = tuple(_fill_text(a.title, roles) for p in chosen for a in p.actions if _applies(a.only, roles))
+    checks = [c for p in chosen for c in p.checks if _applies(c.only, roles)]
+    tools = tuple(dict.fromkeys(c.tool for c in checks))
+    return ScriptSummary(exports=exports, mpi_interface=mpi_iface, actions=actions, check_tools=tools, check_count=len(checks))
+
+
 def script_sets_anything(step: Step, parts: Mapping[str, Part]) -> bool:
     """Whether the leaf's script changes how the command runs (exports, Open MPI flags): the page text says so."""
     return _sets_anything([parts[part_id] for part_id in step.leaf.script], step.roles)

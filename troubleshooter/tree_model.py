@@ -108,10 +108,10 @@ class Tree:
         return [target for _, target in self.edges(node_id)]
 
 
-def tree_reachable(tree: Tree) -> set[str]:
-    """Nodes reachable from the start, the questions leaves ask included."""
+def tree_reachable(tree: Tree, start: str | None = None) -> set[str]:
+    """Nodes reachable from `start` (the tree's start by default), the questions leaves ask included."""
     seen: set[str] = set()
-    stack = [tree.start]
+    stack = [start or tree.start]
     while stack:
         node_id = stack.pop()
         if node_id in seen or node_id not in tree.nodes:

@@ -2,22 +2,24 @@
 
 One URL per step serves the full page, or, for htmx requests, only the step panel
 (`_step.html`); htmx history restores get the full page. A bad state answers 400 with a message
-and still shows the step without the bad answer, never a 500.
+and still shows the step without the bad answer, never a 500. A valid state whose URL is not canonical
+(an answer no longer on the path, as a submitted form leaves behind, or keys out of order) is
+redirected to its canonical URL, so the address bar and every link hold only answers that still matter.
 """
 from __future__ import annotations
 
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_safe
 from django_htmx.middleware import HtmxDetails
 
 from kb.report_views import wizard_vote_context
-from troubleshooter.echo import text_shown
-from troubleshooter.engine import StateError, step_resolve, tree_step
+from troubleshooter.engine import StateError, tree_step
 from troubleshooter.library import library_published
-from troubleshooter.links import step_url
+from troubleshooter.links import state_url, step_url
 from troubleshooter.presentation import script_text, step_view_model
+from troubleshooter.state import State, state_parse, state_resolve
 from troubleshooter.tree_model import Tree
 
 
@@ -38,17 +40,22 @@ def index(request: HtmxHttpRequest) -> TemplateResponse:
 
 
 @require_safe
-def step(request: HtmxHttpRequest, tree_id: str) -> TemplateResponse:
+def step(request: HtmxHttpRequest, tree_id: str) -> HttpResponse:
     """One step of a tree, named by the answers in the query."""
     tree = _tree_or_404(tree_id)
     try:
-        answers, error = _query_answers(request), None
+        state, error = state_parse(dict(request.GET.lists())), None
     except StateError as err:
-        answers, error = {}, str(err)
-    resolved, state_error = step_resolve(tree, answers)
+        state, error = State(), str(err)
+    resolved, canonical, state_error = state_resolve(tree, state)
     error = error or state_error
-    context = step_view_model(tree, resolved, answers, error, absolute=request.build_absolute_uri)
-    if resolved.leaf is not None:  # "Did this fix it?" on the outcome, like results and case pages
+    canonical_url = state_url(tree.id, canonical)
+    if error is None and request.get_full_path() != canonical_url:
+        response = HttpResponseRedirect(canonical_url)
+        patch_vary_headers(response, ("HX-Request",))
+        return response
+    context = step_view_model(tree, resolved, canonical, state.answers, error, absolute=request.build_absolute_uri)
+    if resolved.leaf is not None and canonical.change is None:  # "Did this fix it?" on the outcome, like results and case pages
         context["vote"] = wizard_vote_context(request, resolved.leaf.case, request.get_full_path())
     partial = bool(request.htmx) and not request.htmx.history_restore_request
     template = "troubleshooter/_step.html" if partial else "troubleshooter/step.html"
@@ -62,7 +69,7 @@ def script(request: HtmxHttpRequest, tree_id: str) -> HttpResponse:
     """fix.sh for a state that reached a leaf, as a download."""
     tree = _tree_or_404(tree_id)
     try:
-        resolved = tree_step(tree, _query_answers(request))
+        resolved = tree_step(tree, state_parse(dict(request.GET.lists())).answers)
     except StateError as err:
         return HttpResponseBadRequest(f"{err}\n", content_type="text/plain; charset=utf-8")
     if resolved.leaf is None:
@@ -78,13 +85,3 @@ def _tree_or_404(tree_id: str) -> Tree:
     if tree is None:
         raise Http404(f"There is no troubleshooter called '{tree_id}'.")
     return tree
-
-
-def _query_answers(request: HttpRequest) -> dict[str, str]:
-    """The query as answers; a question answered twice is a tampered or hand-made URL."""
-    answers: dict[str, str] = {}
-    for key, values in request.GET.lists():
-        if len(values) != 1:
-            raise StateError(f"'{text_shown(key)}' is answered {len(values)} times in this link; each question takes one answer.")
-        answers[key] = values[0]
-    return answers

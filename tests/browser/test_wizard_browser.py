@@ -1,7 +1,12 @@
-"""The wizard in a real browser, keyboard only: htmx swaps, focus, Back/Forward, changing an answer, download."""
+"""The wizard in a real browser, keyboard only: htmx swaps, focus, Back/Forward, changing an answer, download,
+and the hand-off from a pasted log."""
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
+
+from django.conf import settings
 
 import pytest
 
@@ -10,7 +15,8 @@ pytestmark = pytest.mark.browser
 ACTIVE = """() => {
   const e = document.activeElement;
   return {tag: e.tagName, id: e.id, name: e.getAttribute('name'), text: (e.innerText || '').trim(),
-          href: e.getAttribute('href'), cls: e.className || ''};
+          href: e.getAttribute('href'), cls: e.className || '', type: e.getAttribute('type'),
+          label: e.labels && e.labels.length ? e.labels[0].innerText.trim() : '', checked: !!e.checked};
 }"""
 
 
@@ -26,6 +32,21 @@ def tab_to(page, matches, limit: int = 120) -> dict:
 
 def link_starting(text: str):
     return lambda a: a["tag"] == "A" and a["text"].startswith(text)
+
+
+def choose(page, label: str, submit: bool = True) -> None:
+    """Tab into the question's radio group, move with the arrow keys to the answer, Tab to Continue and press Enter."""
+    active = tab_to(page, lambda a: a["tag"] == "INPUT" and a["type"] == "radio")
+    first = active["label"]
+    while not active["label"].startswith(label):
+        page.keyboard.press("ArrowDown")
+        active = page.evaluate(ACTIVE)
+        assert active["label"] != first, f"no answer labelled {label!r}"
+    if not active["checked"]:
+        page.keyboard.press("Space")
+    tab_to(page, lambda a: a["tag"] == "BUTTON" and a["text"] == "Continue")
+    if submit:
+        page.keyboard.press("Enter")
 
 
 def expect_focused_heading(page, text: str) -> None:
@@ -44,18 +65,15 @@ def test_walk_the_wizard_with_the_keyboard_only(browser_page, tmp_path):
     page.goto(browser_page.base_url + "/troubleshoot/hang/")
     page.wait_for_function("() => window.htmx !== undefined")
 
-    tab_to(page, link_starting("During distributed initialisation"))
-    page.keyboard.press("Enter")
+    choose(page, "During distributed initialisation")
     expect_focused_heading(page, "What does the log show during initialisation?")
     assert answers(page) == {"when": "init"}, "htmx pushed the step's URL"
     assert page.evaluate("() => document.querySelectorAll('h1').length") == 1, "only the step panel was swapped"
 
-    tab_to(page, link_starting("NCCL picked a wrong interface"))
-    page.keyboard.press("Enter")
+    choose(page, "NCCL picked a wrong interface")
     expect_focused_heading(page, "How do you start the ranks?")
 
-    tab_to(page, link_starting("mpirun or mpiexec"))
-    page.keyboard.press("Enter")
+    choose(page, "mpirun or mpiexec")
     expect_focused_heading(page, "Which network interface links the nodes?")
 
     tab_to(page, lambda a: a["tag"] == "INPUT" and a["name"] == "iface")
@@ -72,8 +90,7 @@ def test_walk_the_wizard_with_the_keyboard_only(browser_page, tmp_path):
     page.keyboard.press("Enter")
     expect_focused_heading(page, "Where do the ranks run?")
 
-    tab_to(page, link_starting("In Docker or Podman containers"))
-    page.keyboard.press("Enter")
+    choose(page, "In Docker or Podman containers")
     expect_focused_heading(page, "NCCL uses a network interface that does not reach the other nodes")
     assert answers(page) == {"when": "init", "init-log": "iface", "launcher": "mpirun", "iface": "eth0", "container": "docker"}
     script = page.inner_text("#fix-script pre")
@@ -91,11 +108,11 @@ def test_walk_the_wizard_with_the_keyboard_only(browser_page, tmp_path):
     tab_to(page, lambda a: a["tag"] == "A" and a["text"].startswith("Change") and "How do you start the ranks?" in a["text"])
     page.keyboard.press("Enter")
     expect_focused_heading(page, "How do you start the ranks?")
-    assert answers(page) == {"when": "init", "init-log": "iface", "iface": "eth0", "container": "docker"}, \
-        "changing an earlier answer keeps the later ones"
+    assert answers(page) == {"when": "init", "init-log": "iface", "launcher": "mpirun", "iface": "eth0", "container": "docker",
+                             "_change": "launcher"}, "changing an earlier answer keeps the later ones"
+    assert page.is_checked("input[name=launcher][value=mpirun]"), "the current answer is selected"
 
-    tab_to(page, link_starting("torchrun"))
-    page.keyboard.press("Enter")
+    choose(page, "torchrun")
     expect_focused_heading(page, "NCCL uses a network interface that does not reach the other nodes")
     script = page.inner_text("#fix-script pre")
     assert "export NCCL_SOCKET_IFNAME='=eth0'" in script and "--mca" not in script
@@ -130,17 +147,17 @@ def test_the_wizard_works_without_javascript(browser_page_without_js):
         with page.expect_navigation():
             page.keyboard.press("Enter")
 
+    def answer(label: str) -> None:
+        choose(page, label, submit=False)
+        follow()
+
     page.goto(browser_page_without_js.base_url + "/troubleshoot/hang/")
-    tab_to(page, link_starting("At a compile step"))
-    follow()
+    answer("At a compile step")
     assert answers(page) == {"when": "compile"}
     assert "What is being compiled?" in page.inner_text("#step-focus")
-    tab_to(page, link_starting("Megatron-LM"))
-    follow()
-    tab_to(page, link_starting("No compiler runs"))
-    follow()
-    tab_to(page, link_starting("torchrun"))
-    follow()
+    answer("Megatron-LM")
+    answer("No compiler runs")
+    answer("torchrun")
     tab_to(page, lambda a: a["tag"] == "INPUT" and a["name"] == "megatron-dir")
     page.keyboard.type("/workspace/Megatron-LM")
     follow()
@@ -148,3 +165,32 @@ def test_the_wizard_works_without_javascript(browser_page_without_js):
     assert "A stale lock in Megatron-LM" in page.inner_text("#step-focus")
     assert not page.is_visible("button.copy-script"), "no copy button that cannot work"
     assert "megatron/fused_kernels/build/lock" in page.inner_text("#fix-script pre")
+
+
+SHOTS = Path(os.environ.get("KB_WIZARD_SCREENSHOTS", "/tmp/wt-i12-shots"))
+MEGATRON_LOG = Path(settings.BASE_DIR) / "tests" / "fixtures" / "logs" / "heldout" / "megatron-fused-srun-label-torch24.log"
+
+
+def test_a_pasted_log_continues_in_the_troubleshooter_with_its_answers_listed(browser_page):
+    """Paste on the home page, Diagnose, follow the hand-off: the log's answers are listed, each from your log."""
+    page = browser_page.page
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(browser_page.base_url + "/")
+    page.fill("#log", MEGATRON_LOG.read_text())
+    page.click("form.diagnose-form button[type=submit]")
+    page.click("text=Continue in the troubleshooter with these facts")
+    page.wait_for_selector("#step-focus")
+    assert page.inner_text("#step-focus") == "What do you see on rank 0's node while the others wait?"
+    listed = page.locator(".answer-list li").all_inner_texts()
+    assert len(listed) == 3 and all("from your log" in item for item in listed), listed
+    assert "At a compile step" in listed[0] and "srun" in listed[2]
+    assert "3 answers came from your log" in page.inner_text(".from-log-note")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "handoff-390.png"), full_page=True)
+
+    page.locator(".answer-change").first.click()
+    page.wait_for_function("() => document.activeElement && document.activeElement.id === 'step-focus' "
+                           "&& document.activeElement.textContent.includes('When does the job stop')")
+    assert page.is_checked("input[name=when][value=compile]"), "Change selects the log's answer"
+    page.screenshot(path=str(SHOTS / "change-390.png"), full_page=True)
+    assert not browser_page.console_errors

@@ -46,3 +46,17 @@ def content_copy(tmp_path: Path) -> Path:
     target = tmp_path / "content"
     shutil.copytree(settings.CONTENT_DIR, target)
     return target
+
+
+FIXTURE_TREES = Path(__file__).parent / "trees"
+
+
+@pytest.fixture(scope="session")
+def relay():
+    """A small tree written for the tests (tests/troubleshooter/trees/relay.yaml): generic behaviour is checked on it,
+    so rewording content/trees/hang.yaml breaks no engine test."""
+    from troubleshooter.tree_file import tree_file_read
+
+    tree, _, problems = tree_file_read(FIXTURE_TREES / "relay.yaml", "tests/troubleshooter/trees/relay.yaml")
+    assert not problems and tree is not None, problems
+    return tree

@@ -1,7 +1,10 @@
 """Hand-off from log diagnosis: facts answer the questions they can, and the wizard skips those."""
+import html
+import re
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
+import html5lib
 import pytest
 from django.conf import settings
 
@@ -79,11 +82,12 @@ def test_the_wizard_url_for_facts_opens_at_the_first_unanswered_question(client,
     url = wizard_url_for_facts({"stage": "userbuffers setup", "launcher": "mpirun",
                                 "frameworks": ["megatron-lm", "transformer-engine"]})
     assert urlsplit(url).path == "/troubleshoot/hang/"
-    answers = dict(parse_qsl(urlsplit(url).query))
-    assert {"when": "init", "init-log": "userbuffers", "launcher": "mpirun", "framework": "megatron"}.items() <= answers.items()
-    # Questions off today's path are answered too, so changing an earlier answer still skips them.
-    assert answers["compile-what"] == "megatron"
-    assert [k for k, _ in parse_qsl(urlsplit(url).query)] == sorted(k for k, _ in parse_qsl(urlsplit(url).query))
+    pairs = parse_qsl(urlsplit(url).query)
+    answers = {k: v for k, v in pairs if not k.startswith("_")}
+    assert {"when": "init", "init-log": "userbuffers", "te-launcher": "mpirun"}.items() <= answers.items()
+    assert "compile-what" not in answers, "the log's answer for a branch this path can no longer reach is left out"
+    assert {v for k, v in pairs if k == "_log"} == set(answers), "every answer is marked as read from the log"
+    assert [k for k, _ in pairs] == sorted(k for k, _ in pairs)
     page = client.get(url).content.decode()
     assert "Which TransformerEngine version does the job use?" in page
 
@@ -96,3 +100,25 @@ def test_a_real_diagnosis_hands_off_to_a_working_wizard_page(client, loaded_cont
     url = wizard_url_for_facts(diagnosis.facts)
     response = client.get(url)
     assert response.status_code == 200, (url, response.content[:500])
+
+
+@pytest.mark.django_db
+def test_a_megatron_log_continues_at_the_first_question_it_leaves_open(client, loaded_content):
+    """Real content: Megatron's fused-kernel stage answers when the job stops, its framework what is compiled."""
+    log = (FIXTURE_LOGS / "heldout" / "megatron-fused-srun-label-torch24.log").read_text()
+    results = client.post("/diagnose", {"log": log}).content.decode()
+    link = re.search(r'<a class="button" href="([^"]+)">Continue in the troubleshooter', results).group(1)
+    page = client.get(html.unescape(link))
+    assert page.status_code == 200
+    tree = html5lib.parse(page.content, namespaceHTMLElements=False)
+    assert "".join(tree.find(".//h2[@id='step-focus']").itertext()) == "What do you see on rank 0's node while the others wait?"
+    listed = ["".join(li.itertext()) for li in tree.findall(".//ol[@class='answer-list']/li")]
+    assert "At a compile step" in listed[0] and "Megatron-LM's fused kernels" in listed[1]
+    assert all("from your log" in item for item in listed)
+    assert any("srun" in item for item in listed), "the launcher the log names waits for its question"
+
+
+@pytest.mark.parametrize("stage, answer", [("building datasets", "preprocess"), ("building dataset indices", "preprocess"),
+                                           ("building model", "trainer")])
+def test_megatron_start_up_stages_answer_when_the_job_stops(tree, stage, answer):
+    assert answers_from_facts(tree, {"stage": stage})["when"] == answer

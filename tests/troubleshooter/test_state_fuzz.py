@@ -52,6 +52,8 @@ def test_any_query_string_answers_a_step_or_a_refusal_with_a_message(tree_id, pa
     client = Client()
     query = urlencode(pairs)
     page = client.get(f"/troubleshoot/{tree_id}/?{query}")
+    if page.status_code == 302:  # a valid state whose URL was not canonical: one redirect, then the step
+        page = client.get(page["Location"])
     script = client.get(f"/troubleshoot/{tree_id}/fix.sh?{query}")
     if tree_id != "hang":
         for response in (page, script):
@@ -73,7 +75,7 @@ def test_any_query_string_answers_a_step_or_a_refusal_with_a_message(tree_id, pa
 def test_a_valid_prefix_of_a_path_asks_that_path_s_next_question(branch, cut):
     trail, _ = branch
     k = cut % len(trail)
-    response = Client().get(f"/troubleshoot/hang/?{urlencode(trail[:k])}")
+    response = Client().get(f"/troubleshoot/hang/?{urlencode(trail[:k])}", follow=True)
     assert response.status_code == 200, _error_message(response.content)
     assert _shown_node(response.content) == TREE.question(trail[k][0]).text
 
@@ -83,7 +85,7 @@ def test_a_valid_prefix_of_a_path_asks_that_path_s_next_question(branch, cut):
 def test_a_complete_state_shows_its_leaf_and_serves_its_script(state):
     leaf = tree_step(TREE, state).leaf
     client = Client()
-    response = client.get(f"/troubleshoot/hang/?{urlencode(state)}")
+    response = client.get(f"/troubleshoot/hang/?{urlencode(state)}", follow=True)
     assert response.status_code == 200, _error_message(response.content)
     assert _shown_node(response.content) == leaf.title
     script = client.get(f"/troubleshoot/hang/fix.sh?{urlencode(state)}")

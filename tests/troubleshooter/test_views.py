@@ -105,11 +105,15 @@ def test_links_carry_the_answers_sorted_so_equal_states_share_a_url(client):
         assert keys == sorted(keys)
 
 
-def test_the_value_form_sends_every_answer_in_sorted_order(client):
-    page = client.get(url({"when": "init", "init-log": "iface", "launcher": "mpirun"}))
-    form = next(el for el in elements(page.content, "form") if "value-form" in (el.get("class") or ""))
-    names = [el.get("name") for el in form.iter() if el.tag == "input"]
-    assert names == ["iface", "init-log", "launcher", "when"]
+@pytest.mark.parametrize("answers, kind, names", [
+    ({"when": "init", "init-log": "iface", "launcher": "mpirun"}, "value-form", ["iface", "init-log", "launcher", "when"]),
+    ({"when": "init", "init-log": "iface"}, "choice-form", ["init-log"] + ["launcher"] * 5 + ["when"]),
+])
+def test_the_answer_form_sends_every_answer_in_sorted_order(client, answers, kind, names):
+    """Submitted as it stands, the form's query is already canonical: no redirect after the answer."""
+    page = client.get(url(answers))
+    form = next(el for el in elements(page.content, "form") if kind in (el.get("class") or ""))
+    assert [el.get("name") for el in form.iter() if el.tag == "input"] == names
     assert form.get("method") == "get" and form.get("action") == "/troubleshoot/hang/"
 
 
@@ -117,20 +121,21 @@ def test_every_earlier_answer_has_a_link_to_change_it(client):
     page = client.get(url(IFNAME))
     changes = [a for a in elements(page.content, "a") if "answer-change" in (a.get("class") or "")]
     assert len(changes) == len(IFNAME)
+    changed = set()
     for link in changes:
-        answers = dict(parse_qsl(urlsplit(link.get("href")).query))
-        missing = set(IFNAME) - set(answers)
-        assert len(missing) == 1, "a change link removes exactly the answer it changes"
-        assert all(answers[k] == IFNAME[k] for k in answers), "and keeps every other answer"
+        pairs = parse_qsl(urlsplit(link.get("href")).query)
+        assert dict(p for p in pairs if p[0] != "_change") == IFNAME, "a change link keeps every answer"
+        changed |= {v for k, v in pairs if k == "_change"}
+    assert changed == set(IFNAME), "and names the one it changes"
 
 
 def test_changing_an_earlier_answer_keeps_the_later_ones(client):
-    without = {k: v for k, v in IFNAME.items() if k != "launcher"}
-    page = client.get(url(without)).content.decode()
-    assert "How do you start the ranks?" in page
-    torchrun = next(a.get("href") for a in elements(page.encode(), "a") if "torchrun" in (a.text or ""))
-    assert dict(parse_qsl(urlsplit(torchrun).query)) == {**without, "launcher": "torchrun"}
-    leaf = client.get(torchrun)
+    page = client.get(url({**IFNAME, "_change": "launcher"}))
+    assert "How do you start the ranks?" in page.content.decode()
+    form = next(el for el in elements(page.content, "form") if "choice-form" in (el.get("class") or ""))
+    kept = {el.get("name"): el.get("value") for el in form.iter() if el.tag == "input" and el.get("type") == "hidden"}
+    assert kept == {k: v for k, v in IFNAME.items() if k != "launcher"}
+    leaf = client.get(url({**kept, "launcher": "torchrun"}))
     assert b"NCCL uses a network interface" in leaf.content and b"--mca" not in leaf.content
 
 
@@ -163,10 +168,10 @@ def test_the_leaf_page_shows_the_highlighted_script_a_copy_button_and_a_download
 
 def test_the_leaf_page_says_whether_the_script_applies_settings(client):
     """Issue 11: a leaf whose script exports nothing must not claim to apply settings."""
-    assert "applies the settings" in client.get(url(IFNAME)).content.decode()
+    assert "<code>NCCL_SOCKET_IFNAME</code>" in client.get(url(IFNAME)).content.decode()
     store = {"when": "launch", "launch-log": "store", "launcher": "torchrun", "master-addr": "10.0.0.5", "master-port": "29500"}
     content = client.get(url(store)).content.decode()
-    assert "applies the settings" not in content and "sets no environment variable" in content
+    assert " exports " not in content and "sets no environment variable" in content
 
 
 def test_the_download_is_the_script_shown_on_the_page(client):
@@ -273,3 +278,23 @@ def test_a_troubleshooter_outcome_asks_did_this_fix_it_and_counts_the_vote(clien
     ref = re.search(r'name="ref" value="([^"]+)"', page).group(1)
     response = client.post("/vote", {"target": "wizard", "ballot": ballot, "ref": ref, "answer": "yes"})
     assert response.status_code in (200, 302) and case_feedback(leaf.case)["yes"] == 1
+
+
+@pytest.mark.parametrize("headers", [{}, HTMX], ids=["plain", "htmx"])
+def test_a_state_with_an_answer_off_the_path_redirects_to_its_canonical_url(client, headers):
+    """A submitted form carries every answer; one for a branch the new answer left behind must not stay in the URL."""
+    response = client.get(url({**IFNAME, "when": "compile"}), **headers)
+    assert response.status_code == 302
+    assert response["Location"] == url({"when": "compile", "launcher": "mpirun", "iface": "eth0", "container": "docker"})
+    assert client.get(response["Location"], **headers).status_code == 200
+
+
+def test_a_canonical_state_is_served_without_a_redirect(client):
+    assert client.get(url({**IFNAME, "_log": "when"})).status_code == 200
+
+
+def test_a_value_question_page_shows_its_help_once(client):
+    page = client.get(url({"when": "init", "init-log": "iface", "launcher": "mpirun"}))
+    section = next(el for el in elements(page.content, "section") if el.get("class") == "question")
+    helps = ["".join(el.itertext()) for el in section.iter() if "help" in (el.get("class") or "").split()]
+    assert len(helps) == 1 and helps[0].count("ip -br addr") == 2 and helps[0].count("eth0") == 1
