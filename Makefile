@@ -11,8 +11,8 @@ HTMX_VERSION := 2.0.11
 # make serve: 0 sizes gunicorn from CPUs and memory (config/serve.py prints how). Diagnosis POSTs (the paste, the
 # API, the share form) per client address, and addresses that skip that limit (e.g. a CI runner's).
 WORKERS ?= 0
-DIAGNOSE_RATE ?= 30r/m
-DIAGNOSE_BURST ?= 10
+DIAGNOSE_RATE ?= 10r/m
+DIAGNOSE_BURST ?= 5
 RATE_EXEMPT ?=
 
 .PHONY: run serve loadtest test venv install install-dev migrate content browser nginx bench score clean vendor-htmx
