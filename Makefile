@@ -8,29 +8,32 @@ PORT ?= 8000
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 HTMX_VERSION := 2.0.11
 
-WORKERS ?= $(shell echo $$(( $$(nproc) * 2 + 1 )))
-# gunicorn's default access log line, less the query string (%(r)s -> method, path, protocol) and the referer
-# (%(f)s, which carries the previous page's query string): a log line pasted into a search link, tokens and
-# all, must not be kept in the access log. See README, "Pasted logs and secrets".
-ACCESS_LOG_FORMAT := %(h)s %(l)s %(u)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s "%(a)s"
+# make serve: 0 sizes gunicorn from CPUs and memory (config/serve.py prints how). Diagnosis POSTs (the paste, the
+# API, the share form) per client address, and addresses that skip that limit (e.g. a CI runner's).
+WORKERS ?= 0
+DIAGNOSE_RATE ?= 10r/m
+DIAGNOSE_BURST ?= 5
+RATE_EXEMPT ?=
 
 SETUPTOOLS := $(shell grep -m1 '^setuptools==' requirements-dev.txt)
 
-.PHONY: run serve loadtest test audit venv install install-dev migrate content browser bench score clean vendor-htmx
+.PHONY: run serve loadtest test audit venv install install-dev migrate content browser nginx bench score clean vendor-htmx
 
 run: install migrate content
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
-# Production: gunicorn, DEBUG off, static files by WhiteNoise. Needs SECRET_KEY (see README, "Production").
-serve: install
+# Production: nginx on $(HOST):$(PORT) in front of gunicorn on a unix socket (config/serve.py, deploy/nginx.conf),
+# DEBUG off, static files by WhiteNoise. Needs SECRET_KEY (see README, "Production").
+serve: install nginx
 	@test -n "$$SECRET_KEY" || { echo "make serve: set SECRET_KEY first, e.g. export SECRET_KEY=\$$(python3 -c 'import secrets; print(secrets.token_urlsafe(50))')"; exit 1; }
 	mkdir -p var
 	DEBUG=0 $(PY) manage.py migrate --noinput
 	DEBUG=0 $(PY) manage.py load_content
 	DEBUG=0 $(PY) manage.py collectstatic --noinput --verbosity 0
-	DEBUG=0 $(VENV)/bin/gunicorn config.wsgi --bind $(HOST):$(PORT) --workers $(WORKERS) --access-logfile - --access-logformat '$(ACCESS_LOG_FORMAT)' --timeout 120
+	DEBUG=0 $(PY) -m config.serve --host $(HOST) --port $(PORT) --workers $(WORKERS) \
+		--rate $(DIAGNOSE_RATE) --burst $(DIAGNOSE_BURST) --rate-exempt "$(RATE_EXEMPT)"
 
-test: install-dev browser
+test: install-dev browser nginx
 	$(VENV)/bin/ruff check kb troubleshooter config tests
 	$(PY) -m pytest
 	@echo "== the tests that touch the database (browser ones aside) again on PostgreSQL, started on loopback by tests/postgres/start.sh =="
@@ -71,11 +74,16 @@ content: migrate
 browser:
 	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends chromium; }
 
+# The proxy of `make serve`, and of the test that starts it (tests/deploy). Debian puts it in /usr/sbin.
+nginx:
+	@command -v nginx >/dev/null 2>&1 || test -x /usr/sbin/nginx || { $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends nginx; }
+
 bench: install content
 	$(PY) manage.py bench
 
-# Serves with gunicorn on loopback and runs a bounded mixed load with wrk (installed from apt if missing).
-loadtest: install
+# Serves with `make serve` (nginx + gunicorn) on loopback and runs a bounded mixed load with wrk (from apt if
+# missing), with adversarial diagnosis posts and slow clients beside it.
+loadtest: install nginx
 	bash tests/load/run.sh
 
 # The shared scorer on ../shared/eval-dev, then the project's own labelled logs with a reliability table.

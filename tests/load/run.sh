@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# `make loadtest`: serve with gunicorn on loopback and run a bounded mixed load with wrk.
-# Prints requests/s, p50, p99 and the error count. Traffic goes to 127.0.0.1 only.
+# `make loadtest`: `make serve` (nginx in front of gunicorn) on loopback, and a bounded mixed load with wrk, while
+# tests/load/adversaries.py sends 5 crafted 1 MB diagnosis posts at a time and holds 5 slow clients.
+# Prints requests/s, p50, p99 and the error count of wrk's mix, then what the adversaries got.
+# Traffic stays on loopback: wrk from 127.0.0.1, exempt from the diagnosis rate limit because it stands for
+# many users; the adversaries from 127.0.0.2 and .3, which the limit applies to.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PORT="${KB_LOAD_PORT:-8199}"
@@ -10,10 +13,11 @@ WORK="$(mktemp -d)"
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
 command -v wrk >/dev/null || { $SUDO apt-get update -qq >/dev/null; $SUDO apt-get install -y -qq wrk >/dev/null; }
 
-export SECRET_KEY="loadtest-$(date +%s)-$RANDOM" SECURE_SSL_REDIRECT=0 PORT HOST=127.0.0.1
-make serve > "$WORK/serve.log" 2>&1 &
+export SECRET_KEY="loadtest-$(date +%s)-$RANDOM" SECURE_SSL_REDIRECT=0 PORT HOST=127.0.0.1 RATE_EXEMPT=127.0.0.1
+# Its own session, so that stopping it stops make, config.serve, nginx and gunicorn, and nothing else.
+setsid make serve > "$WORK/serve.log" 2>&1 &
 SERVER=$!
-trap 'kill $SERVER 2>/dev/null; pkill -f "gunicorn config.wsgi --bind 127.0.0.1:$PORT" 2>/dev/null || true; rm -rf "$WORK"' EXIT
+trap 'kill -TERM -- -$SERVER 2>/dev/null; wait $SERVER 2>/dev/null || true; rm -rf "$WORK"' EXIT
 for _ in $(seq 1 120); do
   curl -fs -o /dev/null "http://127.0.0.1:$PORT/" && break
   sleep 1
@@ -24,8 +28,16 @@ curl -fs -o /dev/null "http://127.0.0.1:$PORT/" || { echo "server did not start:
 # Warm every worker first (each compiles its signature set and opens the index once), then measure.
 KB_LOAD_PATHS="$WORK/paths.txt" KB_LOAD_LOG="$WORK/load-1mb.log" \
   wrk -t2 -c"$CONNECTIONS" -d5s --timeout 10s -s tests/load/mixed.lua "http://127.0.0.1:$PORT" > /dev/null
+grep '^serve:' "$WORK/serve.log"
+# KB_LOAD_ADVERSARIES=0 leaves them out, to see what they cost.
+ADVERSARIES=""
+if [ "${KB_LOAD_ADVERSARIES:-1}" != 0 ]; then
+  .venv/bin/python tests/load/adversaries.py --port "$PORT" --seconds "$(( ${DURATION%s} + 2 ))" > "$WORK/adversaries.txt" &
+  ADVERSARIES=$!
+fi
 KB_LOAD_PATHS="$WORK/paths.txt" KB_LOAD_LOG="$WORK/load-1mb.log" \
   wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --timeout 10s --latency -s tests/load/mixed.lua "http://127.0.0.1:$PORT" > "$WORK/wrk.txt"
+[ -z "$ADVERSARIES" ] || wait $ADVERSARIES
 cat "$WORK/wrk.txt"
 .venv/bin/python - "$WORK/wrk.txt" "$CONNECTIONS" <<'PY'
 import re, sys
@@ -38,3 +50,4 @@ socket = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), time
 errors = (int(non2xx.group(1)) if non2xx else 0) + (sum(map(int, socket.groups())) if socket else 0)
 print(f"loadtest: {sys.argv[2]} connections, {rps} requests/s, p50 {p50}, p99 {p99}, errors {errors}")
 PY
+[ -z "$ADVERSARIES" ] || cat "$WORK/adversaries.txt"
