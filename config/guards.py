@@ -5,6 +5,7 @@
 - A NUL byte in the path is a 400: PostgreSQL refuses NUL in text, and no path of this site contains one
   (query values are validated by the views that read them, with their own messages).
 """
+
 from typing import Callable
 
 from django.conf import settings
@@ -30,12 +31,17 @@ class RequestGuardMiddleware:
         limit = settings.KB_MAX_LOG_BYTES
         if declared > limit + MULTIPART_MARGIN_BYTES:
             from kb.log_input import limit_text
+
             message = f"The log is larger than the limit of {limit_text(limit)}."
             if request.path.startswith("/api/"):
                 return JsonResponse({"error": message, "limit_bytes": limit}, status=413)
-            return _refuse(request, 413, "Log too large",
-                           f"{message} Trim it to the part around the first error, or split it per rank, or use "
-                           "python manage.py diagnose on the command line, which has no limit.")
+            return _refuse(
+                request,
+                413,
+                "Log too large",
+                f"{message} Trim it to the part around the first error, or split it per rank, or use "
+                "python manage.py diagnose on the command line, which has no limit.",
+            )
         return self.get_response(request)
 
 

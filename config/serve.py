@@ -9,6 +9,7 @@ configuration is deploy/nginx.conf, rendered here into VAR/nginx/ with the port,
 from Django's settings, so one setting (KB_MAX_LOG_BYTES) sizes both. Pid files, temp files and logs are all
 under VAR. If either server exits, the other is stopped and this command exits non-zero.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,9 +47,11 @@ class WorkerPlan:
     budget_bytes: int
 
     def describe(self) -> str:
-        return (f"{self.workers} gunicorn workers = min(2 x {self.cpus} CPUs + 1 = {self.by_cpu}, "
-                f"{self.available_bytes / MIB:.0f} MiB available / {self.budget_bytes / MIB:.0f} MiB per worker "
-                f"= {self.by_memory})")
+        return (
+            f"{self.workers} gunicorn workers = min(2 x {self.cpus} CPUs + 1 = {self.by_cpu}, "
+            f"{self.available_bytes / MIB:.0f} MiB available / {self.budget_bytes / MIB:.0f} MiB per worker "
+            f"= {self.by_memory})"
+        )
 
 
 def worker_budget_bytes(*, max_job_bytes: int) -> int:
@@ -86,13 +89,30 @@ def nginx_binary() -> str | None:
     return shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if os.access(p, os.X_OK)), None)
 
 
-def nginx_render(*, host: str, port: int, var: Path, socket: Path, max_body_bytes: int, max_log_text: str,
-                 rate: str, burst: int, rate_exempt: list[str], read_timeout_s: int) -> str:
+def nginx_render(
+    *,
+    host: str,
+    port: int,
+    var: Path,
+    socket: Path,
+    max_body_bytes: int,
+    max_log_text: str,
+    rate: str,
+    burst: int,
+    rate_exempt: list[str],
+    read_timeout_s: int,
+) -> str:
     values = {
         # A root master runs its workers as Debian's web user; any other user runs them as itself.
         "user": "user www-data;" if os.geteuid() == 0 else "",
-        "var": str(var), "socket": str(socket), "host": host, "port": str(port),
-        "max_body_bytes": str(max_body_bytes), "max_log_text": max_log_text, "rate": rate, "burst": str(burst),
+        "var": str(var),
+        "socket": str(socket),
+        "host": host,
+        "port": str(port),
+        "max_body_bytes": str(max_body_bytes),
+        "max_log_text": max_log_text,
+        "rate": rate,
+        "burst": str(burst),
         "rate_exempt": "\n".join(f"        {address} 1;" for address in rate_exempt),
         "read_timeout": f"{read_timeout_s}s",
     }
@@ -152,30 +172,54 @@ def main(argv: list[str] | None = None) -> int:
     workers = options.workers or plan.workers
     max_body = settings.KB_MAX_LOG_BYTES + MULTIPART_MARGIN_BYTES
     config = var / "nginx" / "nginx.conf"
-    config.write_text(nginx_render(
-        host=options.host, port=options.port, var=var, socket=socket, max_body_bytes=max_body,
-        max_log_text=limit_text(settings.KB_MAX_LOG_BYTES), rate=options.rate, burst=options.burst,
-        rate_exempt=[a.strip() for a in options.rate_exempt.split(",") if a.strip()],
-        read_timeout_s=options.timeout + 10))
-    check = subprocess.run([nginx, "-t", "-q", "-p", f"{var}/nginx/", "-c", str(config), "-e", "stderr"],
-                           capture_output=True, text=True)
+    config.write_text(
+        nginx_render(
+            host=options.host,
+            port=options.port,
+            var=var,
+            socket=socket,
+            max_body_bytes=max_body,
+            max_log_text=limit_text(settings.KB_MAX_LOG_BYTES),
+            rate=options.rate,
+            burst=options.burst,
+            rate_exempt=[a.strip() for a in options.rate_exempt.split(",") if a.strip()],
+            read_timeout_s=options.timeout + 10,
+        )
+    )
+    check = subprocess.run(
+        [nginx, "-t", "-q", "-p", f"{var}/nginx/", "-c", str(config), "-e", "stderr"], capture_output=True, text=True
+    )
     if check.returncode != 0:
         print(f"serve: the rendered {config} does not load:\n{check.stderr}", file=sys.stderr)
         return 1
 
     print(f"serve: {plan.describe() if not options.workers else f'{workers} gunicorn workers (--workers)'}")
     print(f"serve: http://{options.host}:{options.port}/ -> nginx -> gunicorn on unix:{socket}")
-    print(f"serve: bodies up to {max_body} bytes (KB_MAX_LOG_BYTES {settings.KB_MAX_LOG_BYTES} + "
-          f"{MULTIPART_MARGIN_BYTES} multipart margin); diagnosis POSTs {options.rate}, burst {options.burst} per "
-          f"client{'; exempt: ' + options.rate_exempt if options.rate_exempt else ''}")
+    print(
+        f"serve: bodies up to {max_body} bytes (KB_MAX_LOG_BYTES {settings.KB_MAX_LOG_BYTES} + "
+        f"{MULTIPART_MARGIN_BYTES} multipart margin); diagnosis POSTs {options.rate}, burst {options.burst} per "
+        f"client{'; exempt: ' + options.rate_exempt if options.rate_exempt else ''}"
+    )
     print(f"serve: logs in {var / 'log'} (access logs without query strings)", flush=True)
 
-    gunicorn = subprocess.Popen([
-        str(Path(sys.executable).parent / "gunicorn"), "config.wsgi", "--bind", f"unix:{socket}",
-        "--workers", str(workers), "--timeout", str(options.timeout),
-        "--access-logfile", str(var / "log" / "gunicorn-access.log"), "--access-logformat", GUNICORN_ACCESS_FORMAT,
-        "--no-control-socket",  # signals are enough; its default path is in $HOME, shared by every instance
-    ], cwd=ROOT)
+    gunicorn = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "gunicorn"),
+            "config.wsgi",
+            "--bind",
+            f"unix:{socket}",
+            "--workers",
+            str(workers),
+            "--timeout",
+            str(options.timeout),
+            "--access-logfile",
+            str(var / "log" / "gunicorn-access.log"),
+            "--access-logformat",
+            GUNICORN_ACCESS_FORMAT,
+            "--no-control-socket",  # signals are enough; its default path is in $HOME, shared by every instance
+        ],
+        cwd=ROOT,
+    )
     if not _wait_for(socket, gunicorn, 60):
         gunicorn.terminate()
         print("serve: gunicorn did not start (its messages are above)", file=sys.stderr)

@@ -3,6 +3,7 @@
 Defaults suit a first local run (SQLite, DEBUG on, 127.0.0.1). Every value a deployment changes
 comes from an environment variable, so one settings module serves development and production.
 """
+
 from pathlib import Path
 import os
 
@@ -88,9 +89,13 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets pages read while a load writes; an immediate write lock at the start of each transaction and a
     # busy timeout make concurrent writers wait their turn instead of failing with "database is locked".
-    DATABASES["default"].setdefault("OPTIONS", {}).update({
-        "init_command": "PRAGMA journal_mode=WAL;", "transaction_mode": "IMMEDIATE", "timeout": 20,
-    })
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "init_command": "PRAGMA journal_mode=WAL;",
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+        }
+    )
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LANGUAGE_CODE = "en-us"
@@ -104,8 +109,11 @@ STATIC_ROOT = Path(os.environ.get("KB_STATIC_ROOT", BASE_DIR / "var" / "staticfi
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     # Hashed, compressed files served by WhiteNoise when DEBUG is off (after `collectstatic`).
-    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage" if DEBUG
-                    else "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
 }
 
 # Where content lives and where the built search index goes (a read-only artefact for web processes).

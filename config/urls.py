@@ -1,5 +1,6 @@
 """Top-level URL map: the knowledge base, the troubleshooter and the admin; any other address gets the site's
 own 404 page, with DEBUG on as well as off (see kb.views.unknown_address)."""
+
 from django.contrib import admin
 from django.urls import include, path, re_path
 

@@ -1,4 +1,5 @@
 """Read-only admin: cases are edited in git (content/cases/), never here."""
+
 from django.contrib import admin
 
 from kb.models import Alias, Case, Tag
@@ -24,7 +25,10 @@ class CaseAdmin(ReadOnlyAdmin):
     list_filter = ("tags",)
 
     def changelist_view(self, request, extra_context=None):
-        extra_context = {**(extra_context or {}), "title": "Cases (read-only: content is edited in git under content/cases/, then loaded with `python manage.py load_content`)"}
+        extra_context = {
+            **(extra_context or {}),
+            "title": "Cases (read-only: content is edited in git under content/cases/, then loaded with `python manage.py load_content`)",
+        }
         return super().changelist_view(request, extra_context)
 
 

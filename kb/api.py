@@ -1,5 +1,6 @@
 """JSON API. These endpoints only read: the diagnose POST changes nothing on the server, so it is
 CSRF-exempt for scripts and CI jobs (see README, "API")."""
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -22,13 +23,25 @@ def case_json(request: HttpRequest, slug: str) -> JsonResponse:
     if case is None:
         return JsonResponse({"error": f"no case '{slug}'"}, status=404)
     tags = case_tags(case)
-    return JsonResponse({
-        "slug": case.slug, "title": case.title, "summary": case.summary, "url": case.get_absolute_url(),
-        "aliases": list(case.aliases.values_list("slug", flat=True)), "tags": tags,
-        "applies_to": case.applies_to, "symptoms": case.symptoms, "signatures": case.signatures,
-        "related": case.related, "references": case.references, "sections": case.sections,
-        "fix_steps": case.fix_steps(), "last_reviewed": case.last_reviewed.isoformat(),
-    }, json_dumps_params={"ensure_ascii": False})
+    return JsonResponse(
+        {
+            "slug": case.slug,
+            "title": case.title,
+            "summary": case.summary,
+            "url": case.get_absolute_url(),
+            "aliases": list(case.aliases.values_list("slug", flat=True)),
+            "tags": tags,
+            "applies_to": case.applies_to,
+            "symptoms": case.symptoms,
+            "signatures": case.signatures,
+            "related": case.related,
+            "references": case.references,
+            "sections": case.sections,
+            "fix_steps": case.fix_steps(),
+            "last_reviewed": case.last_reviewed.isoformat(),
+        },
+        json_dumps_params={"ensure_ascii": False},
+    )
 
 
 @csrf_exempt
@@ -63,8 +76,26 @@ def search(request: HttpRequest) -> JsonResponse:
         found = search_results(query, index_dir=settings.SEARCH_INDEX_DIR, limit=10)
     except IndexMissing:
         return JsonResponse({"error": "the search index has not been built; run load_content"}, status=503)
-    return JsonResponse({"query": query, "total": found.total, "suggestion": found.suggestion, "results": [
-        {"slug": h.slug, "title": h.title, "summary": h.summary, "score": h.score, "url": h.url,
-         "section": h.section_id, "section_title": h.section_title, "section_url": h.target_url,
-         "relevance": h.relevance, "words_matched": h.words_matched, "words_total": h.words_total}
-        for h in found.hits]})
+    return JsonResponse(
+        {
+            "query": query,
+            "total": found.total,
+            "suggestion": found.suggestion,
+            "results": [
+                {
+                    "slug": h.slug,
+                    "title": h.title,
+                    "summary": h.summary,
+                    "score": h.score,
+                    "url": h.url,
+                    "section": h.section_id,
+                    "section_title": h.section_title,
+                    "section_url": h.target_url,
+                    "relevance": h.relevance,
+                    "words_matched": h.words_matched,
+                    "words_total": h.words_total,
+                }
+                for h in found.hits
+            ],
+        }
+    )

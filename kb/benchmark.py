@@ -3,6 +3,7 @@
 The log is generated deterministically (same bytes every run) in the shape of a long multi-rank job:
 training progress, NCCL INFO set-up lines, warnings, and at the end the watchdog timeouts of 64 ranks.
 """
+
 from __future__ import annotations
 
 import random
@@ -35,8 +36,10 @@ def bench_log_write(path: Path, size_bytes: int = 50 * 1024 * 1024, ranks: int =
     written = 0
     iteration = 0
     for rank in range(ranks):
-        line = (f"{hosts[rank]}:{4000 + rank}:{4000 + rank} [{rank % 8}] NCCL INFO comm 0x55d0{rank:04x} rank {rank} "
-                f"nranks {ranks} cudaDev {rank % 8} busId {rank % 8}000 - Init COMPLETE\n")
+        line = (
+            f"{hosts[rank]}:{4000 + rank}:{4000 + rank} [{rank % 8}] NCCL INFO comm 0x55d0{rank:04x} rank {rank} "
+            f"nranks {ranks} cudaDev {rank % 8} busId {rank % 8}000 - Init COMPLETE\n"
+        )
         chunks.append(line)
         written += len(line)
     while written < size_bytes - 40_000:
@@ -44,21 +47,29 @@ def bench_log_write(path: Path, size_bytes: int = 50 * 1024 * 1024, ranks: int =
         rank = rng.randrange(ranks)
         kind = rng.random()
         if kind < 0.80:
-            line = (f"[rank{rank}]: iteration {iteration:>8}/ 5000000 | consumed samples: {iteration * 512:>12} | "
-                    f"elapsed time per iteration (ms): {rng.uniform(900, 1100):.1f} | learning rate: 1.499E-04 | "
-                    f"lm loss: {rng.uniform(1.5, 3.0):.6E} | loss scale: 65536.0 | grad norm: {rng.uniform(0.1, 2):.3f} |\n")
+            line = (
+                f"[rank{rank}]: iteration {iteration:>8}/ 5000000 | consumed samples: {iteration * 512:>12} | "
+                f"elapsed time per iteration (ms): {rng.uniform(900, 1100):.1f} | learning rate: 1.499E-04 | "
+                f"lm loss: {rng.uniform(1.5, 3.0):.6E} | loss scale: 65536.0 | grad norm: {rng.uniform(0.1, 2):.3f} |\n"
+            )
         elif kind < 0.95:
-            line = (f"{hosts[rank]}:{4000 + rank}:{4100 + rank} [{rank % 8}] NCCL INFO Channel {rng.randrange(32):02d}/0 : "
-                    f"{rank}[{rank % 8}] -> {(rank + 1) % ranks}[{(rank + 1) % 8}] via P2P/CUMEM/read\n")
+            line = (
+                f"{hosts[rank]}:{4000 + rank}:{4100 + rank} [{rank % 8}] NCCL INFO Channel {rng.randrange(32):02d}/0 : "
+                f"{rank}[{rank % 8}] -> {(rank + 1) % ranks}[{(rank + 1) % 8}] via P2P/CUMEM/read\n"
+            )
         else:
-            line = (f"[rank{rank}]:W1121 03:{rng.randrange(60):02d}:{rng.randrange(60):02d}.000000 1234 "
-                    f"torch/utils/checkpoint.py:92] None of the inputs have requires_grad=True. Gradients will be None\n")
+            line = (
+                f"[rank{rank}]:W1121 03:{rng.randrange(60):02d}:{rng.randrange(60):02d}.000000 1234 "
+                f"torch/utils/checkpoint.py:92] None of the inputs have requires_grad=True. Gradients will be None\n"
+            )
         chunks.append(line)
         written += len(line)
     for rank in range(1, ranks):
-        line = (f"[rank{rank}]:[E1121 04:00:{rank % 60:02d}.123456789 ProcessGroupNCCL.cpp:616] [Rank {rank}] "
-                f"{WATCHDOG_PHRASE}: WorkNCCL(SeqNum=88213, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, "
-                f"Timeout(ms)=600000) ran for {600000 + rank} milliseconds before timing out.\n")
+        line = (
+            f"[rank{rank}]:[E1121 04:00:{rank % 60:02d}.123456789 ProcessGroupNCCL.cpp:616] [Rank {rank}] "
+            f"{WATCHDOG_PHRASE}: WorkNCCL(SeqNum=88213, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, "
+            f"Timeout(ms)=600000) ran for {600000 + rank} milliseconds before timing out.\n"
+        )
         chunks.append(line)
         written += len(line)
     path.write_text("".join(chunks), encoding="utf-8")
@@ -74,33 +85,46 @@ def console_log_write(path: Path, size_bytes: int = 50 * 1024 * 1024, ranks: int
     step = 0
     for rank in range(ranks):
         for channel in range(16):
-            line = (f"[default{rank}]:node-a:{5000 + rank}:{5100 + rank} [{rank}] NCCL INFO Channel {channel:02d}/0 : "
-                    f"{rank}[{rank}] -> {(rank + 1) % ranks}[{(rank + 1) % ranks}] via P2P/IPC/read\n")
+            line = (
+                f"[default{rank}]:node-a:{5000 + rank}:{5100 + rank} [{rank}] NCCL INFO Channel {channel:02d}/0 : "
+                f"{rank}[{rank}] -> {(rank + 1) % ranks}[{(rank + 1) % ranks}] via P2P/IPC/read\n"
+            )
             chunks.append(line)
             written += len(line)
     while written < size_bytes - 20_000:
         step += 1
         kind = rng.random()
         if kind < 0.70:
-            bar = "".join(f"\r{pct:3d}%|{'#' * (pct // 10):<10}| {step % 2000}/2000 [{step // 60:02d}:{step % 60:02d}<05:12, "
-                          f"{rng.uniform(1.5, 2.5):.2f}it/s]" for pct in range(0, 100, 12))
+            bar = "".join(
+                f"\r{pct:3d}%|{'#' * (pct // 10):<10}| {step % 2000}/2000 [{step // 60:02d}:{step % 60:02d}<05:12, "
+                f"{rng.uniform(1.5, 2.5):.2f}it/s]"
+                for pct in range(0, 100, 12)
+            )
             line = f"[default0]:{bar}\n"
         elif kind < 0.85:
-            line = (f"[default0]:{{'loss': {rng.uniform(0.8, 2.4):.4f}, 'grad_norm': {rng.uniform(0.2, 3):.3f}, "
-                    f"'learning_rate': 1.9e-05, 'epoch': {step / 20000:.2f}}}\n")
+            line = (
+                f"[default0]:{{'loss': {rng.uniform(0.8, 2.4):.4f}, 'grad_norm': {rng.uniform(0.2, 3):.3f}, "
+                f"'learning_rate': 1.9e-05, 'epoch': {step / 20000:.2f}}}\n"
+            )
         elif kind < 0.97:
             rank = rng.randrange(ranks)
-            line = (f"[default{rank}]:node-a:{5000 + rank}:{5200 + rank} [{rank}] NCCL INFO comm 0x7f{rank:02x}00 rank "
-                    f"{rank} nRanks {ranks} nNodes 1 localRanks {ranks} localRank {rank} MNNVL 0\n")
+            line = (
+                f"[default{rank}]:node-a:{5000 + rank}:{5200 + rank} [{rank}] NCCL INFO comm 0x7f{rank:02x}00 rank "
+                f"{rank} nRanks {ranks} nNodes 1 localRanks {ranks} localRank {rank} MNNVL 0\n"
+            )
         else:
-            line = (f"[default{rng.randrange(ranks)}]:/opt/venv/lib/python3.11/site-packages/torch/utils/checkpoint.py:87: "
-                    f"UserWarning: None of the inputs have requires_grad=True. Gradients will be None\n")
+            line = (
+                f"[default{rng.randrange(ranks)}]:/opt/venv/lib/python3.11/site-packages/torch/utils/checkpoint.py:87: "
+                f"UserWarning: None of the inputs have requires_grad=True. Gradients will be None\n"
+            )
         chunks.append(line)
         written += len(line)
     for rank in range(1, ranks):
-        line = (f"[default{rank}]:[rank{rank}]:[E1123 04:00:{rank:02d}.123456789 ProcessGroupNCCL.cpp:632] [Rank {rank}] "
-                f"{WATCHDOG_PHRASE}: WorkNCCL(SeqNum=40213, OpType=ALLREDUCE, NumelIn=262144, NumelOut=262144, "
-                f"Timeout(ms)=600000) ran for {600000 + rank} milliseconds before timing out.\n")
+        line = (
+            f"[default{rank}]:[rank{rank}]:[E1123 04:00:{rank:02d}.123456789 ProcessGroupNCCL.cpp:632] [Rank {rank}] "
+            f"{WATCHDOG_PHRASE}: WorkNCCL(SeqNum=40213, OpType=ALLREDUCE, NumelIn=262144, NumelOut=262144, "
+            f"Timeout(ms)=600000) ran for {600000 + rank} milliseconds before timing out.\n"
+        )
         chunks.append(line)
         written += len(line)
     path.write_text("".join(chunks), encoding="utf-8")
@@ -134,8 +158,10 @@ def best_of(runs: int, action) -> tuple[float, object]:
 
 
 def grep_seconds(path: Path, runs: int = 3) -> tuple[float, int]:
-    seconds, out = best_of(runs, lambda: subprocess.run(["grep", "-c", WATCHDOG_PHRASE, str(path)],
-                                                        capture_output=True, text=True, check=False).stdout)
+    seconds, out = best_of(
+        runs,
+        lambda: subprocess.run(["grep", "-c", WATCHDOG_PHRASE, str(path)], capture_output=True, text=True, check=False).stdout,
+    )
     return seconds, int(out.strip() or 0)
 
 
@@ -146,5 +172,7 @@ def percentile(values: list[float], share: float) -> float:
 
 
 def latency_summary(samples_ms: list[float]) -> str:
-    return (f"p50 {statistics.median(samples_ms):.2f} ms, p95 {percentile(samples_ms, 0.95):.2f} ms, "
-            f"max {max(samples_ms):.2f} ms over {len(samples_ms)} queries")
+    return (
+        f"p50 {statistics.median(samples_ms):.2f} ms, p95 {percentile(samples_ms, 0.95):.2f} ms, "
+        f"max {max(samples_ms):.2f} ms over {len(samples_ms)} queries"
+    )

@@ -1,4 +1,5 @@
 """Template context shared by every page."""
+
 from django.core.exceptions import DisallowedHost
 from django.http import HttpRequest
 

@@ -4,6 +4,7 @@ it, and say how far its confidence can be trusted (a reliability table: confiden
 Used by the test suite (one test per log) and by `manage.py reliability` (`make score`). Pure: the rules
 are compiled from content/ files, no database.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,10 +42,17 @@ def corpus_entries(root: Path) -> list[Entry]:
     for expected in sorted(root.rglob("expected.yaml")):
         group = str(expected.parent.relative_to(root))
         for item in yaml.safe_load(expected.read_text(encoding="utf-8")) or []:
-            entries.append(Entry(path=expected.parent / item["file"], primary=item.get("primary"),
-                                 acceptable=tuple(item.get("acceptable") or ()),
-                                 category=item.get("category") or group, group=group,
-                                 source=str(item.get("source") or ""), note=str(item.get("note") or "")))
+            entries.append(
+                Entry(
+                    path=expected.parent / item["file"],
+                    primary=item.get("primary"),
+                    acceptable=tuple(item.get("acceptable") or ()),
+                    category=item.get("category") or group,
+                    group=group,
+                    source=str(item.get("source") or ""),
+                    note=str(item.get("note") or ""),
+                )
+            )
     return entries
 
 
@@ -86,6 +94,7 @@ def entry_verdict(entry: Entry, diagnosis: Diagnosis) -> Verdict:
 def corpus_score(verdicts: list[Verdict]) -> dict[str, Any]:
     """top1, hit3 and neg as the shared scorer counts them, per category and overall, and the reliability
     of the first match's confidence by band."""
+
     def shares(items: list[Verdict]) -> dict[str, Any]:
         with_primary = [v for v in items if v.entry.primary]
         with_cases = [v for v in items if v.entry.acceptable]
@@ -101,17 +110,25 @@ def corpus_score(verdicts: list[Verdict]) -> dict[str, Any]:
     bands = []
     for low, high in BANDS:
         inside = [v for v in verdicts if v.top3 and low <= v.top3[0][1] < high]
-        right = sum(1 for v in inside if v.top3[0][0] in (v.entry.acceptable or ()) and
-                    (v.entry.primary is None or v.top3[0][0] == v.entry.primary))
-        bands.append({"band": f"{low:.1f}–{min(high, 1.0):.1f}", "n": len(inside), "right": right,
-                      "share": _share(right, len(inside))})
+        right = sum(
+            1
+            for v in inside
+            if v.top3[0][0] in (v.entry.acceptable or ()) and (v.entry.primary is None or v.top3[0][0] == v.entry.primary)
+        )
+        bands.append(
+            {"band": f"{low:.1f}–{min(high, 1.0):.1f}", "n": len(inside), "right": right, "share": _share(right, len(inside))}
+        )
     confident = [v for v in verdicts if v.first is not None]
-    confident_right = sum(1 for v in confident if v.first in v.entry.acceptable and
-                          (v.entry.primary is None or v.first == v.entry.primary))
-    return {"all": shares(verdicts), "by_category": {c: shares([v for v in verdicts if v.entry.category == c])
-                                                      for c in categories},
-            "bands": bands, "confident_precision": _share(confident_right, len(confident)),
-            "confident_n": len(confident)}
+    confident_right = sum(
+        1 for v in confident if v.first in v.entry.acceptable and (v.entry.primary is None or v.first == v.entry.primary)
+    )
+    return {
+        "all": shares(verdicts),
+        "by_category": {c: shares([v for v in verdicts if v.entry.category == c]) for c in categories},
+        "bands": bands,
+        "confident_precision": _share(confident_right, len(confident)),
+        "confident_n": len(confident),
+    }
 
 
 def _share(right: int, total: int) -> float | None:

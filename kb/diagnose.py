@@ -1,4 +1,5 @@
 """The diagnosis as the site and the CLI serve it: rules from the database, JSON per DESIGN.md."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -21,14 +22,22 @@ def rules_current() -> Rules:
     revision = ContentState.loaded_revision()
     if revision not in _cache:
         _cache.clear()
-        harmless = [{"id": h["slug"], "title": h["title"], "pattern": h["pattern"], "flags": h["flags"], "why": h["why"]}
-                    for h in HarmlessLine.objects.values("slug", "title", "pattern", "flags", "why")]
+        harmless = [
+            {"id": h["slug"], "title": h["title"], "pattern": h["pattern"], "flags": h["flags"], "why": h["why"]}
+            for h in HarmlessLine.objects.values("slug", "title", "pattern", "flags", "why")
+        ]
         _cache[revision] = rules_compile(Case.objects.values(*CASE_RULE_FIELDS), harmless)
     return _cache[revision]
 
 
-def diagnosis_run(sources: list[tuple[str, Source]], *, top: int = 5, budget_s: float | None = None,
-                  workers: int = 1, ranks: dict[str, int] | None = None) -> Diagnosis:
+def diagnosis_run(
+    sources: list[tuple[str, Source]],
+    *,
+    top: int = 5,
+    budget_s: float | None = None,
+    workers: int = 1,
+    ranks: dict[str, int] | None = None,
+) -> Diagnosis:
     return log_diagnose(sources, rules_current(), top=top, budget_s=budget_s, workers=workers, ranks=ranks)
 
 
@@ -58,44 +67,72 @@ def diagnosis_json(diagnosis: Diagnosis, *, notes: list[str] | None = None) -> d
     matches = []
     for match in diagnosis.matches:
         url = reverse("kb:case_detail", args=[match.slug])
-        matches.append({
-            "slug": match.slug,
-            "title": titles.get(match.slug, match.slug),
-            "kind": match.kind,
-            "score": match.score,
-            "confidence": match.confidence,
-            "url": url,
-            "fix_step": match.fix_step,
-            "fix_url": f"{url}#{match.fix_step}" if match.fix_step else None,
-            "steps_not_for_your_versions": match.steps_not_for_versions,
-            "evidence": [_evidence_json(e) for e in match.evidence],
-            "signals": match.signals,
-        })
+        matches.append(
+            {
+                "slug": match.slug,
+                "title": titles.get(match.slug, match.slug),
+                "kind": match.kind,
+                "score": match.score,
+                "confidence": match.confidence,
+                "url": url,
+                "fix_step": match.fix_step,
+                "fix_url": f"{url}#{match.fix_step}" if match.fix_step else None,
+                "steps_not_for_your_versions": match.steps_not_for_versions,
+                "evidence": [_evidence_json(e) for e in match.evidence],
+                "signals": match.signals,
+            }
+        )
     body: dict[str, Any] = {"matches": matches, "facts": diagnosis.facts, "stats": diagnosis.stats}
     if diagnosis.verdict:
         verdict = diagnosis.verdict
-        body["ranks"] = {"summary": verdict.summary, "behind": verdict.behind, "silent": verdict.silent,
-                         "disagree": verdict.disagree, "first_collective": verdict.first_collective,
-                         "object_collective": verdict.object_collective, "groups": verdict.groups, "table": verdict.table}
+        body["ranks"] = {
+            "summary": verdict.summary,
+            "behind": verdict.behind,
+            "silent": verdict.silent,
+            "disagree": verdict.disagree,
+            "first_collective": verdict.first_collective,
+            "object_collective": verdict.object_collective,
+            "groups": verdict.groups,
+            "table": verdict.table,
+        }
     where = rank_groups_json(diagnosis)
     if where is not None:
         body["rank_groups"] = where
     if diagnosis.failure:
         failure = diagnosis.failure
-        body["first_failure"] = {"kind": failure.kind, "rank": failure.rank, "line": failure.line,
-                                 "time": failure.time, "text": failure.text, "summary": failure_text(failure),
-                                 **({"file": failure.source} if failure.source else {})}
+        body["first_failure"] = {
+            "kind": failure.kind,
+            "rank": failure.rank,
+            "line": failure.line,
+            "time": failure.time,
+            "text": failure.text,
+            "summary": failure_text(failure),
+            **({"file": failure.source} if failure.source else {}),
+        }
     if diagnosis.stack_groups:
         body["stacks"] = {"groups": diagnosis.stack_groups}
     if diagnosis.recorder is not None:
         recorder = diagnosis.recorder
-        body["flight_recorder"] = {"summary": recorder.summary, "groups": recorder.groups, "version": recorder.version,
-                                   "ranks": recorder.ranks, "process_groups": recorder.process_groups,
-                                   "notes": recorder.notes}
+        body["flight_recorder"] = {
+            "summary": recorder.summary,
+            "groups": recorder.groups,
+            "version": recorder.version,
+            "ranks": recorder.ranks,
+            "process_groups": recorder.process_groups,
+            "notes": recorder.notes,
+        }
     harmless_url = reverse("kb:harmless_list")
-    body["harmless"] = [{"line": h.line, "text": h.text, "why": h.why, "title": h.title,
-                         "url": f"{harmless_url}#{h.id}", **({"file": h.source} if h.source else {})}
-                        for h in diagnosis.harmless]
+    body["harmless"] = [
+        {
+            "line": h.line,
+            "text": h.text,
+            "why": h.why,
+            "title": h.title,
+            "url": f"{harmless_url}#{h.id}",
+            **({"file": h.source} if h.source else {}),
+        }
+        for h in diagnosis.harmless
+    ]
     if diagnosis.repairs:
         body["inputs"] = {"repairs": diagnosis.repairs}
     if notes:

@@ -1,6 +1,7 @@
 """Hooks other apps register when Django starts, so kb never imports them (the way
 `django.core.checks.register` works): content checks that `validate_content` and `load_content` run with
 the cases', and the link from a diagnosis into a troubleshooter."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,5 @@
 """Query and tag validation, shared by the pages and the JSON API (one rule, one message)."""
+
 from __future__ import annotations
 
 import re
@@ -24,10 +25,15 @@ class SearchForm(forms.Form):
     """`q`: what a person typed or a log line pasted into a search box (at most MAX_QUERY_CHARS). A NUL is
     searched as text (it never reaches the database), so Django's NUL check is left out."""
 
-    q = forms.CharField(required=False, strip=False, max_length=MAX_QUERY_CHARS, error_messages={
-        "max_length": f"A search link can carry at most {MAX_QUERY_CHARS} characters. Paste longer logs into "
-                      "the box on the home page.",
-    })
+    q = forms.CharField(
+        required=False,
+        strip=False,
+        max_length=MAX_QUERY_CHARS,
+        error_messages={
+            "max_length": f"A search link can carry at most {MAX_QUERY_CHARS} characters. Paste longer logs into "
+            "the box on the home page.",
+        },
+    )
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -65,7 +71,8 @@ class TagFilterForm(forms.Form):
             data.setlist("tag", [t for t in data.getlist("tag") if t.strip()])
         super().__init__(data, *args, **kwargs)
         self.fields["tag"].error_messages["invalid_choice"] = (
-            "'%(value)s' is not a tag. Tags look like framework:megatron-lm or phase:init.")
+            "'%(value)s' is not a tag. Tags look like framework:megatron-lm or phase:init."
+        )
 
     def pairs(self) -> list[tuple[str, str]]:
         """The selected tags as (facet, value), in the order given, without repeats."""

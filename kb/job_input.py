@@ -15,6 +15,7 @@ Ranks come from the paths:
     (Flight Recorder's default dump prefix). `local_rank3` is a local rank.
   - `node-2.out` (a node) and NCCL_DEBUG_FILE names built from `%h.%p` (host.pid) carry no rank.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -31,11 +32,11 @@ from typing import IO
 
 from kb.diagnosis.flight_recorder import flight_recorder_detect, pickle_global_asked
 
-MAX_TOTAL_BYTES = 2 * 1024 ** 3     # uncompressed bytes of every member together
-MAX_MEMBERS = 5000                  # entries in an archive or files under a directory (folders count)
-MAX_DEPTH = 12                      # path components of one member
-MAX_MEMBER_BYTES = 512 * 1024 ** 2  # uncompressed bytes of one member
-SPOOL_IN_MEMORY = 64 * 1024 ** 2    # a stream that cannot seek is spooled; past this size to an unnamed temp file
+MAX_TOTAL_BYTES = 2 * 1024**3  # uncompressed bytes of every member together
+MAX_MEMBERS = 5000  # entries in an archive or files under a directory (folders count)
+MAX_DEPTH = 12  # path components of one member
+MAX_MEMBER_BYTES = 512 * 1024**2  # uncompressed bytes of one member
+SPOOL_IN_MEMORY = 64 * 1024**2  # a stream that cannot seek is spooled; past this size to an unnamed temp file
 _CHUNK = 1024 * 1024
 _SNIFF = 8192
 
@@ -53,17 +54,17 @@ class JobTooLarge(JobInputError):
 
 def size_text(size: int) -> str:
     """A limit as a person reads it: "200 MB", or bytes below one megabyte."""
-    return f"{size / 1024 ** 2:g} MB" if size >= 1024 ** 2 else f"{size} bytes"
+    return f"{size / 1024**2:g} MB" if size >= 1024**2 else f"{size} bytes"
 
 
 @dataclass(frozen=True)
 class JobFile:
-    name: str                        # path inside the job (archive member or path relative to the directory)
+    name: str  # path inside the job (archive member or path relative to the directory)
     data: bytes
-    rank: int | None = None          # global rank, when the path says so
-    local_rank: int | None = None    # torchrun's per-node folder number, or `local_rank3` in a name
-    node: str | None = None          # torchrun run folder, when a job holds several nodes
-    kind: str = KIND_LOG             # "log" | "flight-recorder"
+    rank: int | None = None  # global rank, when the path says so
+    local_rank: int | None = None  # torchrun's per-node folder number, or `local_rank3` in a name
+    node: str | None = None  # torchrun run folder, when a job holds several nodes
+    kind: str = KIND_LOG  # "log" | "flight-recorder"
 
 
 @dataclass
@@ -104,16 +105,24 @@ class _Limits:
 
     def reserve(self, name: str, size: int) -> None:
         if size > self.member_bytes:
-            raise JobTooLarge(f"'{_shown(name)}' is {size} bytes uncompressed, over the limit of "
-                              f"{size_text(self.member_bytes)} for one file.")
+            raise JobTooLarge(
+                f"'{_shown(name)}' is {size} bytes uncompressed, over the limit of {size_text(self.member_bytes)} for one file."
+            )
         if self.used_bytes + size > self.total_bytes:
-            raise JobTooLarge(f"The job is over the limit of {size_text(self.total_bytes)} uncompressed "
-                              f"(at '{_shown(name)}'); refusing it.")
+            raise JobTooLarge(
+                f"The job is over the limit of {size_text(self.total_bytes)} uncompressed (at '{_shown(name)}'); refusing it."
+            )
         self.used_bytes += size
 
 
-def job_read(source, *, total_bytes: int = MAX_TOTAL_BYTES, members: int = MAX_MEMBERS, depth: int = MAX_DEPTH,
-             member_bytes: int = MAX_MEMBER_BYTES) -> JobInput:
+def job_read(
+    source,
+    *,
+    total_bytes: int = MAX_TOTAL_BYTES,
+    members: int = MAX_MEMBERS,
+    depth: int = MAX_DEPTH,
+    member_bytes: int = MAX_MEMBER_BYTES,
+) -> JobInput:
     """Read a job: a directory path, an archive or log path, a binary file object (archive or log), a
     (name, bytes) pair, or a list of any of these. Raises JobInputError when the input is refused."""
     limits = _Limits(total_bytes, members, depth, member_bytes)
@@ -235,8 +244,9 @@ def _member_path(name: str, limits: _Limits) -> str:
     if ".." in parts:
         raise JobInputError(f"The archive has a member whose path leaves the archive ('{_shown(name)}'); refusing it.")
     if len(parts) > limits.depth:
-        raise JobInputError(f"The archive has a member nested {len(parts)} folders deep ('{_shown(name)}'), "
-                            f"over the limit of {limits.depth}.")
+        raise JobInputError(
+            f"The archive has a member nested {len(parts)} folders deep ('{_shown(name)}'), over the limit of {limits.depth}."
+        )
     if any("\x00" in p for p in parts):
         raise JobInputError("The archive has a member name with a NUL byte; refusing it.")
     return "/".join(parts)
@@ -249,17 +259,18 @@ def _read_tar(handle: IO[bytes], limits: _Limits, notes: list[str]) -> list[tupl
             for member in archive:
                 limits.count_member(member.name)
                 if member.issym() or member.islnk():
-                    raise JobInputError(f"The archive has a link member ('{_shown(member.name)}' -> "
-                                        f"'{_shown(member.linkname)}'); refusing it.")
+                    raise JobInputError(
+                        f"The archive has a link member ('{_shown(member.name)}' -> '{_shown(member.linkname)}'); refusing it."
+                    )
                 if member.ischr() or member.isblk() or member.isfifo() or member.isdev():
-                    raise JobInputError(f"The archive has a device or FIFO member ('{_shown(member.name)}'); "
-                                        "refusing it.")
+                    raise JobInputError(f"The archive has a device or FIFO member ('{_shown(member.name)}'); refusing it.")
                 path = _member_path(member.name, limits)
                 if member.isdir():
                     continue
                 if not member.isreg():
-                    raise JobInputError(f"The archive has a member of an unsupported type ('{_shown(member.name)}'); "
-                                        "refusing it.")
+                    raise JobInputError(
+                        f"The archive has a member of an unsupported type ('{_shown(member.name)}'); refusing it."
+                    )
                 if member.issparse():
                     raise JobInputError(f"The archive has a sparse member ('{_shown(member.name)}'); refusing it.")
                 stream = archive.extractfile(member)
@@ -287,8 +298,9 @@ def _read_zip(handle: IO[bytes], limits: _Limits, notes: list[str]) -> list[tupl
             raise JobInputError(f"The archive holds {len(infos)} members, over the limit of {limits.members}.")
         declared = sum(info.file_size for info in infos)
         if declared > limits.total_bytes - limits.used_bytes:
-            raise JobTooLarge(f"The archive expands to {declared} bytes, over the limit of "
-                              f"{size_text(limits.total_bytes)}; refusing it.")
+            raise JobTooLarge(
+                f"The archive expands to {declared} bytes, over the limit of {size_text(limits.total_bytes)}; refusing it."
+            )
         found = []
         for info in infos:
             limits.count_member(info.filename)
@@ -296,8 +308,7 @@ def _read_zip(handle: IO[bytes], limits: _Limits, notes: list[str]) -> list[tupl
             if mode & _S_IFMT and stat.S_ISLNK(mode):
                 raise JobInputError(f"The archive has a symbolic link member ('{_shown(info.filename)}'); refusing it.")
             if mode & _S_IFMT and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                raise JobInputError(f"The archive has a device or special member ('{_shown(info.filename)}'); "
-                                    "refusing it.")
+                raise JobInputError(f"The archive has a device or special member ('{_shown(info.filename)}'); refusing it.")
             path = _member_path(info.filename, limits)
             if info.is_dir():
                 continue
@@ -410,8 +421,10 @@ def _classified(raw: list[tuple[str, bytes]], notes: list[str]) -> list[JobFile]
     for name, data in raw:
         asked = pickle_global_asked(data)
         if asked:
-            raise JobInputError(f"'{_shown(name)}' is a pickle that asks to import {_shown(asked)}; a Flight Recorder "
-                                "dump holds plain data only, so the job is refused (nothing in it was run).")
+            raise JobInputError(
+                f"'{_shown(name)}' is a pickle that asks to import {_shown(asked)}; a Flight Recorder "
+                "dump holds plain data only, so the job is refused (nothing in it was run)."
+            )
         kind, why = file_kind(name, data)
         if kind is None:
             notes.append(f"{name}: skipped, {why}")
@@ -425,7 +438,8 @@ def _classified(raw: list[tuple[str, bytes]], notes: list[str]) -> list[JobFile]
         node = run if run is not None and not one_node else None
         files.append(JobFile(name=name, data=data, rank=rank, local_rank=local_rank, node=node, kind=kind))
     if len(run_folders) > 1:
-        notes.append(f"torchrun logs from {len(run_folders)} nodes: their folders are local ranks, so no global "
-                     "rank is read from the paths")
+        notes.append(
+            f"torchrun logs from {len(run_folders)} nodes: their folders are local ranks, so no global "
+            "rank is read from the paths"
+        )
     return files
-

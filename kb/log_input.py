@@ -1,6 +1,7 @@
 """Read a job out of a request: a raw body, a form field `log`, or uploaded files (logs, or a .tar.gz, .tar or
 .zip of a log directory), within the size limits. Uploads and archives go through kb.job_input, the reader the
 command line uses, so ranks come from paths the same way and hostile archives are refused the same way."""
+
 from __future__ import annotations
 
 import tempfile
@@ -24,8 +25,7 @@ class SpooledUploadHandler(FileUploadHandler):
 
     def new_file(self, *args, **kwargs) -> None:
         super().new_file(*args, **kwargs)
-        spool = tempfile.SpooledTemporaryFile(max_size=settings.FILE_UPLOAD_MAX_MEMORY_SIZE,
-                                              dir=settings.FILE_UPLOAD_TEMP_DIR)
+        spool = tempfile.SpooledTemporaryFile(max_size=settings.FILE_UPLOAD_MAX_MEMORY_SIZE, dir=settings.FILE_UPLOAD_TEMP_DIR)
         self.file = UploadedFile(spool, self.file_name, self.content_type, 0, self.charset, self.content_type_extra)
 
     def receive_data_chunk(self, raw_data: bytes, start: int) -> None:
@@ -95,9 +95,11 @@ def job_from_request(request: HttpRequest, *, allow_raw_body: bool = False) -> J
                 raise LogTooLarge(limit)
             text = request.POST.get("log", "")
             if text.strip() and uploads:
-                raise MixedInput("You pasted a log and chose files: diagnose one job at a time. Clear the box to "
-                                 "diagnose the files, or remove the files to diagnose the paste; a paste and "
-                                 "files are never merged into one job.")
+                raise MixedInput(
+                    "You pasted a log and chose files: diagnose one job at a time. Clear the box to "
+                    "diagnose the files, or remove the files to diagnose the paste; a paste and "
+                    "files are never merged into one job."
+                )
             if uploads:
                 return _job_checked(job_read(list(uploads), **_job_limits()))
             if text.strip():

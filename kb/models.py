@@ -1,4 +1,5 @@
 """Database rows derived from content/. Nothing here is edited by hand: `load_content` rewrites it."""
+
 from django.db import models
 from django.urls import reverse
 
@@ -52,6 +53,7 @@ class Case(models.Model):
 
 class HarmlessLine(models.Model):
     """A message users paste as the cause although it is not (content/harmless/<slug>.yaml)."""
+
     slug = models.SlugField(max_length=100, unique=True)
     title = models.CharField(max_length=200)
     pattern = models.TextField()
@@ -76,6 +78,7 @@ class HarmlessLine(models.Model):
 
 class Alias(models.Model):
     """An old or alternative slug that answers 301 to its case."""
+
     slug = models.SlugField(max_length=100, unique=True)
     case = models.ForeignKey(Case, on_delete=models.CASCADE, related_name="aliases")
 
@@ -85,6 +88,7 @@ class Alias(models.Model):
 
 class ContentState(models.Model):
     """The revision of content/ the database was last loaded from (one row)."""
+
     revision = models.CharField(max_length=40)
     loaded_at = models.DateTimeField(auto_now=True)
 
@@ -97,8 +101,10 @@ class ContentState(models.Model):
 
 # --- Reports, votes and the curators' report (kb/reports/). Written by the site, not by load_content. ---
 
+
 class Report(models.Model):
     """A diagnosis saved when its reader clicked Share: redacted before it was written, gone at `expires_at`."""
+
     id = models.CharField(primary_key=True, max_length=64)  # secrets.token_urlsafe(24): 192 random bits
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField(db_index=True)
@@ -119,7 +125,8 @@ class Report(models.Model):
 
 
 class Vote(models.Model):
-    """"Did this fix it?": no log text, only what was answered about which page."""
+    """ "Did this fix it?": no log text, only what was answered about which page."""
+
     TARGETS = [("result", "result"), ("report", "report"), ("case", "case page"), ("wizard", "troubleshooter outcome")]
     ANSWERS = [("yes", "yes"), ("no", "no"), ("other", "it was another case")]
     target = models.CharField(max_length=10, choices=TARGETS)
@@ -138,6 +145,7 @@ class Vote(models.Model):
 
 class CaseMatchDay(models.Model):
     """How many pastes a case was the confident answer to, per day (counts only)."""
+
     slug = models.CharField(max_length=100)
     day = models.DateField()
     count = models.PositiveIntegerField(default=0)
@@ -148,6 +156,7 @@ class CaseMatchDay(models.Model):
 
 class LineTemplate(models.Model):
     """A cluster of masked, redacted log-line templates from pastes nothing explained (or voted wrong)."""
+
     ORIGINS = [("unmatched", "matched nothing"), ("voted-wrong", "voted wrong")]
     origin = models.CharField(max_length=12, choices=ORIGINS)
     template = models.TextField()

@@ -1,4 +1,5 @@
 """Shape a diagnosis for templates: evidence escaped first, then the matched part wrapped in <mark>."""
+
 from __future__ import annotations
 
 import re
@@ -66,8 +67,12 @@ def body_with_step_versions(body_html: str, steps: list[dict]) -> SafeString:
         if not step.get("versions"):
             continue
         badge = f' <span class="step-versions">{escape(versions_text(step["versions"]))} only</span>'
-        html = re.sub(rf'(<h3 id="{re.escape(step["anchor"])}">.*?)(<a class="headerlink"|</h3>)',
-                      lambda m: m.group(1) + badge + m.group(2), html, count=1)
+        html = re.sub(
+            rf'(<h3 id="{re.escape(step["anchor"])}">.*?)(<a class="headerlink"|</h3>)',
+            lambda m: m.group(1) + badge + m.group(2),
+            html,
+            count=1,
+        )
     return mark_safe(html)  # noqa: S308 - body_html is the loader's nh3-cleaned HTML; the badge is escaped
 
 
@@ -111,6 +116,7 @@ def _source_lines(sources: list[tuple[str, bytes | str]] | None) -> dict[str | N
     if not sources:
         return {}
     from kb.diagnosis.text import log_text
+
     out: dict[str | None, list[str]] = {}
     for name, data in sources:
         key = name if len(sources) > 1 else None
@@ -149,8 +155,9 @@ def _context(lines: list[str] | None, number: int) -> list[dict[str, Any]]:
     return [{"line": n, "text": lines[n - 1][:2000], "here": n == number} for n in range(first, last + 1)]
 
 
-def _odd_rank_rows(match, odd: list[int], texts: dict[str | None, list[str]], signatures: dict[str, Any],
-                   have: set[tuple]) -> list[dict[str, Any]]:
+def _odd_rank_rows(
+    match, odd: list[int], texts: dict[str | None, list[str]], signatures: dict[str, Any], have: set[tuple]
+) -> list[dict[str, Any]]:
     """Lines of the ranks that are the odd ones out which the match's own signatures also match: the rank
     behind or disagreeing explains more than the tenth rank that timed out like the others."""
     rows: list[dict[str, Any]] = []
@@ -168,8 +175,16 @@ def _odd_rank_rows(match, odd: list[int], texts: dict[str | None, list[str]], si
                     hit = sig.regex.search(line)
                     if hit and (source, index + 1) not in have:
                         have.add((source, index + 1))
-                        rows.append({"source": source, "line": index + 1, "text": line[:500], "span": [hit.start(), hit.end()],
-                                     "signals": [sig_id], "rank": rank})
+                        rows.append(
+                            {
+                                "source": source,
+                                "line": index + 1,
+                                "text": line[:500],
+                                "span": [hit.start(), hit.end()],
+                                "signals": [sig_id],
+                                "rank": rank,
+                            }
+                        )
                         found += 1
                         break
                 if found >= 2:
@@ -179,9 +194,14 @@ def _odd_rank_rows(match, odd: list[int], texts: dict[str | None, list[str]], si
     return rows
 
 
-def result_snapshot(diagnosis: Diagnosis, sources: list[tuple[str, bytes | str]] | None = None, *,
-                    hits: list | None = None, wizard_url: str | None = None,
-                    notes: list[str] | None = None) -> dict[str, Any]:
+def result_snapshot(
+    diagnosis: Diagnosis,
+    sources: list[tuple[str, bytes | str]] | None = None,
+    *,
+    hits: list | None = None,
+    wizard_url: str | None = None,
+    notes: list[str] | None = None,
+) -> dict[str, Any]:
     """Everything the result page shows, as plain data: what Share stores (after redaction)."""
     cases = {c.slug: c for c in Case.objects.filter(slug__in=[m.slug for m in diagnosis.matches])}
     texts = _source_lines(sources)
@@ -189,6 +209,7 @@ def result_snapshot(diagnosis: Diagnosis, sources: list[tuple[str, bytes | str]]
     signatures: dict[str, Any] = {}
     if odd and texts:
         from kb.diagnose import rules_current
+
         wanted = {s["id"] for m in diagnosis.matches for s in m.signals}
         signatures = {s.id: s for s in rules_current().signatures if s.id in wanted}
     matches = []
@@ -202,8 +223,14 @@ def result_snapshot(diagnosis: Diagnosis, sources: list[tuple[str, bytes | str]]
             key = (e.source, e.line)
             row = rows.get(key)
             if row is None:
-                rows[key] = {"source": e.source, "line": e.line, "text": e.text, "span": list(e.span),
-                             "signals": [e.signal], "rank": _line_rank(e.text)}
+                rows[key] = {
+                    "source": e.source,
+                    "line": e.line,
+                    "text": e.text,
+                    "span": list(e.span),
+                    "signals": [e.signal],
+                    "rank": _line_rank(e.text),
+                }
             elif e.signal not in row["signals"]:
                 row["signals"].append(e.signal)
                 if row["span"] == [0, 0] or (e.span[1] - e.span[0]) > (row["span"][1] - row["span"][0]):
@@ -218,15 +245,32 @@ def result_snapshot(diagnosis: Diagnosis, sources: list[tuple[str, bytes | str]]
             evidence.append(row)
         step_titles = {s["id"]: s["title"] for s in case.sections}
         fix_step = match.fix_step or ""
-        matches.append({
-            "slug": match.slug, "title": case.title, "summary": case.summary, "kind": match.kind,
-            "confidence": match.confidence, "score": match.score, "url": case.get_absolute_url(),
-            "fix_step": fix_step, "fix_title": step_titles.get(fix_step, ""),
-            "steps": [{"id": s["id"], "title": s["title"]} for s in case.fix_steps()],
-            "signals": [{"id": s["id"], "description": s["description"], "weight": s["weight"], "kind": s.get("kind", "line"),
-                         "count": s.get("count", 1)} for s in match.signals],
-            "evidence": evidence, "evidence_total": len(rows) + len(extra),
-        })
+        matches.append(
+            {
+                "slug": match.slug,
+                "title": case.title,
+                "summary": case.summary,
+                "kind": match.kind,
+                "confidence": match.confidence,
+                "score": match.score,
+                "url": case.get_absolute_url(),
+                "fix_step": fix_step,
+                "fix_title": step_titles.get(fix_step, ""),
+                "steps": [{"id": s["id"], "title": s["title"]} for s in case.fix_steps()],
+                "signals": [
+                    {
+                        "id": s["id"],
+                        "description": s["description"],
+                        "weight": s["weight"],
+                        "kind": s.get("kind", "line"),
+                        "count": s.get("count", 1),
+                    }
+                    for s in match.signals
+                ],
+                "evidence": evidence,
+                "evidence_total": len(rows) + len(extra),
+            }
+        )
     causes = [m for m in matches if m["kind"] == "cause"]
     best = causes[0] if causes and causes[0]["confidence"] >= CONFIDENT else None
     near = _near_miss(best, causes, cases) if best else None
@@ -238,16 +282,23 @@ def result_snapshot(diagnosis: Diagnosis, sources: list[tuple[str, bytes | str]]
         "matches": matches,
         "near_miss": near,
         "failure": failure_text(diagnosis.failure) if diagnosis.failure else "",
-        "harmless": [{"line": h.line, "source": h.source, "text": h.text, "id": h.id, "title": h.title, "why": h.why}
-                     for h in diagnosis.harmless],
+        "harmless": [
+            {"line": h.line, "source": h.source, "text": h.text, "id": h.id, "title": h.title, "why": h.why}
+            for h in diagnosis.harmless
+        ],
         "repairs": list(diagnosis.repairs),
         "facts": [list(row) for row in fact_rows(diagnosis.facts)],
         "verdict": _verdict_snapshot(verdict) if verdict else None,
         "rank_groups": _rank_groups_snapshot(diagnosis.rank_groups, cases) if diagnosis.rank_groups else None,
         "notes": list(notes or [])[:20],
         "stats": dict(diagnosis.stats),
-        "hits": [{"url": h.url or reverse("kb:case_detail", args=[h.slug]), "title": h.title, "summary": h.summary}
-                 for h in (hits or []) if h.slug not in match_slugs] if not matches else [],
+        "hits": [
+            {"url": h.url or reverse("kb:case_detail", args=[h.slug]), "title": h.title, "summary": h.summary}
+            for h in (hits or [])
+            if h.slug not in match_slugs
+        ]
+        if not matches
+        else [],
         "wizard_url": wizard_url or "",
         "hosts": [str(h) for h in diagnosis.facts.get("hosts", [])] if isinstance(diagnosis.facts.get("hosts"), list) else [],
     }
@@ -263,14 +314,24 @@ def _near_miss(best: dict, causes: list[dict], cases: dict[str, Case]) -> dict[s
     seen = {s["id"] for s in runner["signals"]}
     confirm = rule_out = ""
     if case is not None:
-        missing = sorted((s for s in case.signatures if s.get("id") not in seen and s.get("weight", 0) > 0),
-                         key=lambda s: (not s.get("anchor"), -s.get("weight", 0)))
-        against = sorted((s for s in case.signatures + list(case.conditions or [])
-                          if s.get("weight", 0) < 0 and s.get("id") not in seen), key=lambda s: s.get("weight", 0))
+        missing = sorted(
+            (s for s in case.signatures if s.get("id") not in seen and s.get("weight", 0) > 0),
+            key=lambda s: (not s.get("anchor"), -s.get("weight", 0)),
+        )
+        against = sorted(
+            (s for s in case.signatures + list(case.conditions or []) if s.get("weight", 0) < 0 and s.get("id") not in seen),
+            key=lambda s: s.get("weight", 0),
+        )
         confirm = missing[0]["description"] if missing else ""
         rule_out = against[0].get("description", "") if against else ""
-    return {"slug": runner["slug"], "title": runner["title"], "percent": round(runner["confidence"] * 100),
-            "url": runner["url"], "confirm": confirm, "rule_out": rule_out}
+    return {
+        "slug": runner["slug"],
+        "title": runner["title"],
+        "percent": round(runner["confidence"] * 100),
+        "url": runner["url"],
+        "confirm": confirm,
+        "rule_out": rule_out,
+    }
 
 
 def _rank_groups_snapshot(where: dict[str, Any], cases: dict[str, Case]) -> dict[str, Any]:
@@ -281,15 +342,28 @@ def _rank_groups_snapshot(where: dict[str, Any], cases: dict[str, Case]) -> dict
         case = cases.get(group["case"]) if group["case"] else None
         titles = {s["id"]: s["title"] for s in case.sections} if case else {}
         url = case.get_absolute_url() if case else ""
-        groups.append({"label": group["label"], "count": group["count"], "place": group["place"],
-                       "text": group["text"], "basis": group["basis"], "state": group["state"],
-                       "odd": group["odd"], "frames": list(group["frames"][:5]),
-                       "case_title": case.title if case else "", "because": group["because"] or "",
-                       "fix_url": (f"{url}#{group['fix_step']}" if group["fix_step"] else url) if case else "",
-                       "fix_title": titles.get(group["fix_step"] or "", "")})
-    return {"summary": where["summary"], "groups": groups,
-            "silent": ranks_text(where["silent"]) if where["silent"] else "",
-            "missing": ranks_text(where["missing"]) if where["missing"] else ""}
+        groups.append(
+            {
+                "label": group["label"],
+                "count": group["count"],
+                "place": group["place"],
+                "text": group["text"],
+                "basis": group["basis"],
+                "state": group["state"],
+                "odd": group["odd"],
+                "frames": list(group["frames"][:5]),
+                "case_title": case.title if case else "",
+                "because": group["because"] or "",
+                "fix_url": (f"{url}#{group['fix_step']}" if group["fix_step"] else url) if case else "",
+                "fix_title": titles.get(group["fix_step"] or "", ""),
+            }
+        )
+    return {
+        "summary": where["summary"],
+        "groups": groups,
+        "silent": ranks_text(where["silent"]) if where["silent"] else "",
+        "missing": ranks_text(where["missing"]) if where["missing"] else "",
+    }
 
 
 def _verdict_snapshot(verdict) -> dict[str, Any]:
@@ -297,22 +371,43 @@ def _verdict_snapshot(verdict) -> dict[str, Any]:
     for group in verdict.groups:
         if group["state"] == "silent":
             for rank in group["ranks"][:SILENT_ROWS]:
-                rows.append({"label": f"rank {rank}", "where": "no timeout line: most likely where the job is stuck",
-                             "state": "silent", "odd": True, "count": 1})
+                rows.append(
+                    {
+                        "label": f"rank {rank}",
+                        "where": "no timeout line: most likely where the job is stuck",
+                        "state": "silent",
+                        "odd": True,
+                        "count": 1,
+                    }
+                )
             if len(group["ranks"]) > SILENT_ROWS:
-                rows.append({"label": f"{len(group['ranks']) - SILENT_ROWS} more ranks", "where": "no timeout line",
-                             "state": "silent", "odd": True, "count": len(group["ranks"]) - SILENT_ROWS})
+                rows.append(
+                    {
+                        "label": f"{len(group['ranks']) - SILENT_ROWS} more ranks",
+                        "where": "no timeout line",
+                        "state": "silent",
+                        "odd": True,
+                        "count": len(group["ranks"]) - SILENT_ROWS,
+                    }
+                )
             continue
         members = group["ranks"]
         behind = [r for r in members if r in verdict.behind]
         label = group["label"] if len(members) <= 2 else f"{len(members)} ranks ({group['label']})"
         state = "behind" if behind else ("disagrees" if group.get("odd") and verdict.disagree else "timed out")
-        rows.append({"label": label, "where": group["where"], "state": state, "odd": bool(group.get("odd")),
-                     "count": len(members)})
+        rows.append(
+            {"label": label, "where": group["where"], "state": state, "odd": bool(group.get("odd")), "count": len(members)}
+        )
     agree = len([g for g in verdict.groups if g["state"] != "silent"]) == 1 and not verdict.silent
-    return {"summary": verdict.summary, "rows": rows, "agree": agree, "behind": list(verdict.behind),
-            "silent": list(verdict.silent), "table": [dict(row) for row in verdict.table[:256]],
-            "table_total": len(verdict.table)}
+    return {
+        "summary": verdict.summary,
+        "rows": rows,
+        "agree": agree,
+        "behind": list(verdict.behind),
+        "silent": list(verdict.silent),
+        "table": [dict(row) for row in verdict.table[:256]],
+        "table_total": len(verdict.table),
+    }
 
 
 def _cut(text: str, start: int, end: int) -> SafeString:
@@ -346,8 +441,14 @@ def snapshot_view(snapshot: dict[str, Any]) -> dict[str, Any]:
         for row in m.get("evidence", []):
             start, end = (row.get("span") or [0, 0])[:2]
             text = row["text"]
-            view["evidence"].append({**row, "cut": _cut(text, start, end), "html": marked_line(text, start, end),
-                                     "long": len(text) > CUT_WIDTH or bool(row.get("context"))})
+            view["evidence"].append(
+                {
+                    **row,
+                    "cut": _cut(text, start, end),
+                    "html": marked_line(text, start, end),
+                    "long": len(text) > CUT_WIDTH or bool(row.get("context")),
+                }
+            )
         matches.append(view)
     causes = [m for m in matches if m["kind"] == "cause"]
     best = causes[0] if causes and causes[0]["confident"] else None

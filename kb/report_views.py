@@ -2,6 +2,7 @@
 
 A result page carries its own snapshot, signed, in the Share form: nothing is stored until Share is
 clicked, and what is stored is redacted first (kb/reports/redact.py)."""
+
 from __future__ import annotations
 
 import secrets
@@ -30,16 +31,16 @@ SESSION_VOTED = "kb_voted"
 
 
 def _ballot(case_slug: str = "", templates: list[str] | None = None) -> str:
-    return signing.dumps({"n": secrets.token_urlsafe(16), "c": case_slug, "t": templates or []}, salt=BALLOT_SALT,
-                         compress=True)
+    return signing.dumps({"n": secrets.token_urlsafe(16), "c": case_slug, "t": templates or []}, salt=BALLOT_SALT, compress=True)
 
 
 def _cases_for_select() -> list[dict[str, str]]:
     return list(Case.objects.filter(guide=False).order_by("title").values("slug", "title"))
 
 
-def result_context(request: HttpRequest, snapshot: dict[str, Any], sources: list[tuple[str, bytes]], *,
-                   pasted: bool) -> dict[str, Any]:
+def result_context(
+    request: HttpRequest, snapshot: dict[str, Any], sources: list[tuple[str, bytes]], *, pasted: bool
+) -> dict[str, Any]:
     """What a live result adds: the signed snapshot for Share, the vote ballot, and the bookkeeping of a paste
     (a count for the case that answered it, or masked templates when nothing did)."""
     best = snapshot.get("best_slug", "")
@@ -57,31 +58,58 @@ def result_context(request: HttpRequest, snapshot: dict[str, Any], sources: list
     if len(sources) == 1 and sources[0][0] in ("pasted", "query") and len(sources[0][1]) <= EMBED_LOG_LIMIT:
         from kb.diagnosis.text import log_text
         from kb.presentation import printable
+
         pasted_text = printable(log_text(sources[0][1])[0])
     best_match = next((m for m in snapshot.get("matches", []) if m["slug"] == best), None)
     return {
-        "share": {"payload": signing.dumps(snapshot, salt=SNAPSHOT_SALT, compress=True), "log": pasted_text,
-                  "can_store_log": bool(pasted_text) or bool(getattr(request, "htmx", False)),
-                  "days": store.expiry_days()},
-        "vote": {"target": "result", "ref": best, "case_slug": best, "ballot": _ballot(best, evidence_templates),
-                 "steps": best_match["steps"] if best_match else [], "cases": _cases_for_select()} if snapshot.get("matches") else None,
+        "share": {
+            "payload": signing.dumps(snapshot, salt=SNAPSHOT_SALT, compress=True),
+            "log": pasted_text,
+            "can_store_log": bool(pasted_text) or bool(getattr(request, "htmx", False)),
+            "days": store.expiry_days(),
+        },
+        "vote": {
+            "target": "result",
+            "ref": best,
+            "case_slug": best,
+            "ballot": _ballot(best, evidence_templates),
+            "steps": best_match["steps"] if best_match else [],
+            "cases": _cases_for_select(),
+        }
+        if snapshot.get("matches")
+        else None,
     }
 
 
 def case_feedback_context(request: HttpRequest, case: Case) -> dict[str, Any]:
-    return {"feedback": store.case_feedback(case.slug),
-            "vote": {"target": "case", "ref": case.slug, "case_slug": case.slug, "ballot": _ballot(case.slug),
-                     "steps": case.fix_steps(), "cases": _cases_for_select()}}
+    return {
+        "feedback": store.case_feedback(case.slug),
+        "vote": {
+            "target": "case",
+            "ref": case.slug,
+            "case_slug": case.slug,
+            "ballot": _ballot(case.slug),
+            "steps": case.fix_steps(),
+            "cases": _cases_for_select(),
+        },
+    }
 
 
 def wizard_vote_context(request: HttpRequest, case_slug: str, path: str) -> dict[str, Any]:
     """For a troubleshooter outcome: include "kb/report_vote.html" with this as `vote`."""
     case = Case.objects.filter(slug=case_slug).first()
-    return {"target": "wizard", "ref": path[:300], "case_slug": case_slug, "ballot": _ballot(case_slug),
-            "steps": case.fix_steps() if case else [], "cases": _cases_for_select()}
+    return {
+        "target": "wizard",
+        "ref": path[:300],
+        "case_slug": case_slug,
+        "ballot": _ballot(case_slug),
+        "steps": case.fix_steps() if case else [],
+        "cases": _cases_for_select(),
+    }
 
 
 # --- reports -----------------------------------------------------------------------------------------
+
 
 @require_POST
 def report_create(request: HttpRequest) -> HttpResponse:
@@ -89,8 +117,12 @@ def report_create(request: HttpRequest) -> HttpResponse:
     try:
         snapshot = signing.loads(request.POST.get("payload", ""), salt=SNAPSHOT_SALT, max_age=24 * 3600)
     except signing.BadSignature:
-        return _message(request, 400, "This result is out of date",
-                        "Diagnose the log again, then click Share (a result can be shared for a day after it was shown).")
+        return _message(
+            request,
+            400,
+            "This result is out of date",
+            "Diagnose the log again, then click Share (a result can be shared for a day after it was shown).",
+        )
     log = None
     if request.POST.get("store_log") == "on":
         parts = [request.POST.get("log", "")]
@@ -127,13 +159,28 @@ def report_detail(request: HttpRequest, report_id: str) -> HttpResponse:
     best = snapshot.get("best_slug", "")
     best_match = next((m for m in snapshot.get("matches", []) if m["slug"] == best), None)
     context = {
-        "report": report, "share_url": share_url, "result": snapshot_view(snapshot), "hits": snapshot.get("hits", []),
-        "wizard_url": snapshot.get("wizard_url", ""), "markdown": snapshot_markdown(snapshot, share_url),
-        "delete_url": (request.build_absolute_uri(reverse("kb:report_delete", args=[report.id])) + f"?token={token}") if token else "",
-        "voted": voted, "log_lines": report.log.count("\n") + 1 if report.log else 0,
-        "vote": None if voted or not snapshot.get("matches") else {
-            "target": "report", "ref": report.id, "case_slug": best, "ballot": "", "report_id": report.id,
-            "steps": best_match["steps"] if best_match else [], "cases": _cases_for_select()},
+        "report": report,
+        "share_url": share_url,
+        "result": snapshot_view(snapshot),
+        "hits": snapshot.get("hits", []),
+        "wizard_url": snapshot.get("wizard_url", ""),
+        "markdown": snapshot_markdown(snapshot, share_url),
+        "delete_url": (request.build_absolute_uri(reverse("kb:report_delete", args=[report.id])) + f"?token={token}")
+        if token
+        else "",
+        "voted": voted,
+        "log_lines": report.log.count("\n") + 1 if report.log else 0,
+        "vote": None
+        if voted or not snapshot.get("matches")
+        else {
+            "target": "report",
+            "ref": report.id,
+            "case_slug": best,
+            "ballot": "",
+            "report_id": report.id,
+            "steps": best_match["steps"] if best_match else [],
+            "cases": _cases_for_select(),
+        },
     }
     response = render(request, "kb/report.html", context)
     response["X-Robots-Tag"] = "noindex"
@@ -177,9 +224,10 @@ def report_delete(request: HttpRequest, report_id: str) -> HttpResponse:
 
 # --- votes -------------------------------------------------------------------------------------------
 
+
 @require_POST
 def vote(request: HttpRequest) -> HttpResponse:
-    """"Did this fix it?": stores the answer, the case, the step; never log text. One vote per report and per
+    """ "Did this fix it?": stores the answer, the case, the step; never log text. One vote per report and per
     shown result (the ballot), and one per page in a browser session."""
     target = request.POST.get("target", "")
     answer = request.POST.get("answer", "")
@@ -210,8 +258,16 @@ def vote(request: HttpRequest) -> HttpResponse:
         other = ""
     step = request.POST.get("step", "")
     try:
-        store.vote_record(target=target, answer=answer, ballot=ballot, case_slug=case_slug, target_ref=ref,
-                          other_case=other, step=step if step.startswith("fix") else "", report=report)
+        store.vote_record(
+            target=target,
+            answer=answer,
+            ballot=ballot,
+            case_slug=case_slug,
+            target_ref=ref,
+            other_case=other,
+            step=step if step.startswith("fix") else "",
+            report=report,
+        )
     except store.VoteRefused as err:
         return _message(request, 409 if "already" in str(err) else 400, "Vote not counted", str(err))
     if answer in ("no", "other") and templates:
@@ -227,6 +283,7 @@ def vote(request: HttpRequest) -> HttpResponse:
 
 # --- the curators' report ----------------------------------------------------------------------------
 
+
 @staff_member_required
 @require_safe
 def curate(request: HttpRequest) -> HttpResponse:
@@ -238,9 +295,14 @@ def curate(request: HttpRequest) -> HttpResponse:
         rows = rows.filter(origin=origin)
     clusters = [{"row": row, "draft": draft_signature(row.template, row.example)} for row in rows[:200]]
     from kb.models import Vote
-    context = {"clusters": clusters, "origin": origin, "origins": LineTemplate.ORIGINS,
-               "wrong_votes": Vote.objects.filter(answer__in=["no", "other"]).count(),
-               "total": LineTemplate.objects.count()}
+
+    context = {
+        "clusters": clusters,
+        "origin": origin,
+        "origins": LineTemplate.ORIGINS,
+        "wrong_votes": Vote.objects.filter(answer__in=["no", "other"]).count(),
+        "total": LineTemplate.objects.count(),
+    }
     return render(request, "kb/curate.html", context)
 
 

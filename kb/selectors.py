@@ -1,4 +1,5 @@
 """Reads the pages and the API share: each query written once."""
+
 from __future__ import annotations
 
 from django.db.models import Count, QuerySet

@@ -1,5 +1,6 @@
 """Pages of the knowledge base. Each view parses the request, calls a function that knows nothing of HTTP,
 and renders one template: the full page, or for htmx requests its `_fragment`."""
+
 from __future__ import annotations
 
 import os
@@ -33,8 +34,11 @@ _HEADERLINK_RE = re.compile(r'<a class="headerlink" href="#([^"]+)" title="Link 
 
 @require_safe
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "kb/home.html", {"cases": cases_listed(), "limit": limit_text(settings.KB_MAX_LOG_BYTES),
-                                            "revision": ContentState.loaded_revision()})
+    return render(
+        request,
+        "kb/home.html",
+        {"cases": cases_listed(), "limit": limit_text(settings.KB_MAX_LOG_BYTES), "revision": ContentState.loaded_revision()},
+    )
 
 
 @require_http_methods(["GET", "HEAD", "POST"])
@@ -80,8 +84,12 @@ def _search_posted(request: HttpRequest) -> HttpResponse:
         return response
     data = query.encode("utf-8", errors="replace")
     if len(data) > settings.KB_MAX_LOG_BYTES:
-        return _error(request, 413, "Log too large", f"{LogTooLarge(settings.KB_MAX_LOG_BYTES)} Trim it to the part "
-                                                     "around the first error, or split it per rank.")
+        return _error(
+            request,
+            413,
+            "Log too large",
+            f"{LogTooLarge(settings.KB_MAX_LOG_BYTES)} Trim it to the part around the first error, or split it per rank.",
+        )
     context = {"query": "", "pasted": True, "limit": limit_text(settings.KB_MAX_LOG_BYTES)}
     job = JobInput(files=[JobFile(name="pasted", data=data)])
     context.update(_results(request, query[:2000], job, pasted="\n" in query.strip()))
@@ -96,8 +104,12 @@ def _keyword_results(query: str) -> dict:
     except IndexMissing:
         found = SearchResults(hits=(), total=0, words=())
     suggestion_url = f"{reverse('kb:search')}?{urlencode({'q': found.suggestion})}" if found.suggestion else ""
-    return {"keyword": True, "found": found, "suggestion_url": suggestion_url,
-            "browse_tags": tags_by_facet() if found.weak else {}}
+    return {
+        "keyword": True,
+        "found": found,
+        "suggestion_url": suggestion_url,
+        "browse_tags": tags_by_facet() if found.weak else {},
+    }
 
 
 @require_http_methods(["GET", "POST"])
@@ -111,8 +123,12 @@ def diagnose(request: HttpRequest) -> HttpResponse:
     except LogTooLarge as err:
         return _error(request, 413, "Log too large", f"{err} Trim it to the part around the first error, or split it per rank.")
     except JobTooLarge as err:
-        return _error(request, 413, "Upload too large", f"{err} Upload the logs of the ranks that matter, or run "
-                                                         "python manage.py diagnose on the archive.")
+        return _error(
+            request,
+            413,
+            "Upload too large",
+            f"{err} Upload the logs of the ranks that matter, or run python manage.py diagnose on the archive.",
+        )
     except JobInputError as err:
         return _error(request, 400, "Upload refused", str(err))
     except NoLog as err:
@@ -148,14 +164,20 @@ def case_list(request: HttpRequest) -> HttpResponse:
     raw = request.GET.getlist("tag")
     if any(not t.strip() for t in raw) or len(set(raw)) != len(raw):
         kept = list(dict.fromkeys(t for t in raw if t.strip()))
-        return HttpResponseRedirect(reverse("kb:case_list") + (f"?{urlencode([('tag', t) for t in kept], safe=':')}" if kept else ""))
+        return HttpResponseRedirect(
+            reverse("kb:case_list") + (f"?{urlencode([('tag', t) for t in kept], safe=':')}" if kept else "")
+        )
     form = TagFilterForm(request.GET)
     if not form.is_valid():
         return _error(request, 400, "Bad tag filter", form.first_error())
     pairs = form.pairs()
     selected = [f"{f}:{v}" for f, v in pairs]
-    context = {"cases": cases_listed(pairs), "facets": tags_by_facet(), "selected": selected,
-               "remove_links": [(key, _tags_url([k for k in selected if k != key])) for key in selected]}
+    context = {
+        "cases": cases_listed(pairs),
+        "facets": tags_by_facet(),
+        "selected": selected,
+        "remove_links": [(key, _tags_url([k for k in selected if k != key])) for key in selected],
+    }
     return render(request, "kb/case_list.html", context)
 
 
@@ -184,8 +206,15 @@ def case_detail(request: HttpRequest, slug: str) -> HttpResponse:
         toc.append({"id": "related", "title": "Related cases", "children": []})
     titles = {s["id"]: s["title"] for s in case.sections}
     body = _named_permalinks(str(body_with_step_versions(case.body_html, case.steps)), titles)
-    context = {"case": case, "related": related, "linked_from": linked, "tags": case_tags(case), "toc": toc,
-               "body_html": mark_safe(body), "edit_url": _edit_url(case)}
+    context = {
+        "case": case,
+        "related": related,
+        "linked_from": linked,
+        "tags": case_tags(case),
+        "toc": toc,
+        "body_html": mark_safe(body),
+        "edit_url": _edit_url(case),
+    }
     context.update(case_feedback_context(request, case))  # "Did this fix it?" and the honest counts
     return render(request, "kb/case_detail.html", context)
 
@@ -203,11 +232,15 @@ def _toc(sections: list[dict]) -> list[dict]:
 
 def _named_permalinks(body: str, titles: dict[str, str]) -> str:
     """The "#" after each heading gets a name a screen reader can say: "Link to this section: Fix"."""
+
     def named(match: re.Match) -> str:
         anchor = match.group(1)
         name = escape(f"Link to this section: {titles.get(anchor, anchor)}")
-        return (f'<a class="headerlink" href="#{anchor}" data-section="{escape(titles.get(anchor, anchor))}">'
-                f'<span aria-hidden="true">#</span><span class="visually-hidden">{name}</span></a>')
+        return (
+            f'<a class="headerlink" href="#{anchor}" data-section="{escape(titles.get(anchor, anchor))}">'
+            f'<span aria-hidden="true">#</span><span class="visually-hidden">{name}</span></a>'
+        )
+
     return _HEADERLINK_RE.sub(named, body)
 
 
@@ -227,8 +260,11 @@ def _error(request: HttpRequest, status: int, title: str, message: str) -> HttpR
 
 
 def not_found(request: HttpRequest, exception: Exception | str | None = None) -> HttpResponse:
-    message = str(exception) if exception and str(exception) and "resolve" not in str(exception) else \
-        "There is no page at this address."
+    message = (
+        str(exception)
+        if exception and str(exception) and "resolve" not in str(exception)
+        else "There is no page at this address."
+    )
     words = " ".join(re.findall(r"[a-z0-9]+", request.path.lower()))
     try:
         hits = text_search(words, index_dir=settings.SEARCH_INDEX_DIR, limit=5) if words else []
@@ -263,5 +299,9 @@ def bad_request(request: HttpRequest, exception: Exception | None = None) -> Htt
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
-    return render(request, "error.html", {"title": "Something went wrong",
-                                          "message": "The error has been logged. Please try again."}, status=500)
+    return render(
+        request,
+        "error.html",
+        {"title": "Something went wrong", "message": "The error has been logged. Please try again."},
+        status=500,
+    )

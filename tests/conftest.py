@@ -1,5 +1,6 @@
 """Session set-up shared by every test: the real content/ is loaded once into the test database, with the
 search index built in a temporary directory so tests never touch var/."""
+
 import os
 
 import pytest
@@ -9,10 +10,8 @@ from hypothesis import HealthCheck, settings as hypothesis_settings
 
 # Property tests: a bounded run for every `make test`, and a long one on demand:
 #   HYPOTHESIS_PROFILE=long .venv/bin/python -m pytest tests/kb/test_hostile_input.py
-hypothesis_settings.register_profile("ci", max_examples=60, deadline=None,
-                                     suppress_health_check=[HealthCheck.too_slow])
-hypothesis_settings.register_profile("long", max_examples=5000, deadline=None,
-                                     suppress_health_check=[HealthCheck.too_slow])
+hypothesis_settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+hypothesis_settings.register_profile("long", max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
@@ -28,8 +27,17 @@ def pytest_report_header(config) -> str:
     return f"database: {settings.DATABASES['default']['ENGINE']}"
 
 
-DATABASE_FIXTURES = {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback",
-                     "admin_client", "admin_user", "django_user_model", "loaded_content", "live_server"}
+DATABASE_FIXTURES = {
+    "db",
+    "transactional_db",
+    "django_db_reset_sequences",
+    "django_db_serialized_rollback",
+    "admin_client",
+    "admin_user",
+    "django_user_model",
+    "loaded_content",
+    "live_server",
+}
 
 
 def pytest_collection_modifyitems(config, items) -> None:

@@ -5,6 +5,7 @@ rules and roles. Every name is read from the code's own declarations (kb/content
 troubleshooter/tree_file.py, parts.py, rules.py, roles.py), so a field added to the code without its
 documentation, or an example in the documentation that the loader would refuse, fails here.
 """
+
 from __future__ import annotations
 
 import re
@@ -16,14 +17,29 @@ import yaml
 from django.conf import settings
 
 from kb.content.schema import (
-    CASE_FIELDS, CONDITION_OPERATORS, HARMLESS_FIELDS, OPTIONAL_SECTIONS, REFERENCE_KINDS, REQUIRED_SECTIONS,
-    SIGNATURE_FIELDS, SIGNATURE_FLAGS, SOFTWARE, TAG_VALUES, Field,
+    CASE_FIELDS,
+    CONDITION_OPERATORS,
+    HARMLESS_FIELDS,
+    OPTIONAL_SECTIONS,
+    REFERENCE_KINDS,
+    REQUIRED_SECTIONS,
+    SIGNATURE_FIELDS,
+    SIGNATURE_FLAGS,
+    SOFTWARE,
+    TAG_VALUES,
+    Field,
 )
 from troubleshooter.parts import ENTRY_FIELDS, PART_KEYS
 from troubleshooter.roles import ROLE_VALUES
 from troubleshooter.rules import RULES
 from troubleshooter.tree_file import (
-    CHOICE_KEYS, CHOICE_QUESTION_KEYS, FACT_MAP_KEYS, LEAF_KEYS, NODE_TYPES, TREE_KEYS, VALUE_QUESTION_KEYS,
+    CHOICE_KEYS,
+    CHOICE_QUESTION_KEYS,
+    FACT_MAP_KEYS,
+    LEAF_KEYS,
+    NODE_TYPES,
+    TREE_KEYS,
+    VALUE_QUESTION_KEYS,
     VERSION_RANGE_KEYS,
 )
 
@@ -33,8 +49,9 @@ TREES_DOC = (Path(settings.CONTENT_DIR) / "trees" / "FORMAT.md").read_text(encod
 
 def yaml_blocks(doc: str) -> list[dict]:
     """The ```yaml examples of a document, parsed (a front-matter example's `---` lines are document breaks)."""
-    blocks = [data for block in re.findall(r"```yaml\n(.*?)```", doc, re.S) for data in yaml.safe_load_all(block)
-              if data is not None]
+    blocks = [
+        data for block in re.findall(r"```yaml\n(.*?)```", doc, re.S) for data in yaml.safe_load_all(block) if data is not None
+    ]
     assert blocks and all(isinstance(b, dict) for b in blocks)
     return blocks
 
@@ -69,7 +86,7 @@ def refused_keys(data: dict, fields: dict[str, Field], where: str = "") -> list[
             refused.append(f"{where}{key}")
             continue
         nested = fields[key].fields
-        for item in (value if isinstance(value, list) else []):
+        for item in value if isinstance(value, list) else []:
             if nested and isinstance(item, dict):
                 refused += refused_keys(item, nested, f"{where}{key}[].")
     return refused
@@ -78,7 +95,7 @@ def refused_keys(data: dict, fields: dict[str, Field], where: str = "") -> list[
 def section(doc: str, heading: str) -> str:
     start = doc.index(heading)
     end = doc.find("\n#", start + len(heading))
-    return doc[start: end if end != -1 else len(doc)]
+    return doc[start : end if end != -1 else len(doc)]
 
 
 # --- content/FORMAT.md: cases and harmless lines ------------------------------------------------------------
@@ -93,8 +110,7 @@ def test_every_case_and_harmless_field_is_documented(name):
 
 def test_the_documented_examples_use_only_fields_the_loader_accepts():
     for block in CASE_DOC_BLOCKS:
-        schema = next((fields for fields in (CASE_FIELDS, HARMLESS_FIELDS, SIGNATURE_FIELDS) if set(block) <= set(fields)),
-                      None)
+        schema = next((fields for fields in (CASE_FIELDS, HARMLESS_FIELDS, SIGNATURE_FIELDS) if set(block) <= set(fields)), None)
         assert schema is not None, f"no schema accepts all of {sorted(block)}"
         assert refused_keys(block, schema) == [], block
 
@@ -113,7 +129,7 @@ def test_the_reference_kinds_are_the_schema_s():
 
 
 def test_the_condition_operators_are_the_schema_s():
-    sentence = CASES_DOC[CASES_DOC.index("One operator per condition:"): CASES_DOC.index("The facts and their types")]
+    sentence = CASES_DOC[CASES_DOC.index("One operator per condition:") : CASES_DOC.index("The facts and their types")]
     assert set(re.findall(r"`([a-z_]+)`", sentence)) == set(CONDITION_OPERATORS)
 
 
@@ -131,10 +147,13 @@ def test_the_signature_flags_and_body_sections_are_the_schema_s():
 
 # --- content/trees/FORMAT.md: trees, parts, rules and roles ---------------------------------------------------
 
+
 def tree_doc_keys() -> dict[str, set[str]]:
     """Keys the tree document's examples use, by the kind of mapping they sit in."""
-    seen: dict[str, set[str]] = {kind: set() for kind in
-                                 (*NODE_TYPES, "tree", "choice entry", "fact map", "version range", "part", "any entry", *ENTRY_FIELDS)}
+    seen: dict[str, set[str]] = {
+        kind: set()
+        for kind in (*NODE_TYPES, "tree", "choice entry", "fact map", "version range", "part", "any entry", *ENTRY_FIELDS)
+    }
 
     def node(data: dict) -> None:
         seen[data["type"]] |= set(data)
@@ -167,11 +186,21 @@ def tree_doc_keys() -> dict[str, set[str]]:
     return seen
 
 
-@pytest.mark.parametrize("kind, accepted", [
-    ("tree", TREE_KEYS), ("choice", CHOICE_QUESTION_KEYS), ("value", VALUE_QUESTION_KEYS), ("leaf", LEAF_KEYS),
-    ("choice entry", CHOICE_KEYS), ("fact map", FACT_MAP_KEYS), ("version range", VERSION_RANGE_KEYS),
-    ("part", PART_KEYS), ("any entry", {"only"}), *ENTRY_FIELDS.items(),
-])
+@pytest.mark.parametrize(
+    "kind, accepted",
+    [
+        ("tree", TREE_KEYS),
+        ("choice", CHOICE_QUESTION_KEYS),
+        ("value", VALUE_QUESTION_KEYS),
+        ("leaf", LEAF_KEYS),
+        ("choice entry", CHOICE_KEYS),
+        ("fact map", FACT_MAP_KEYS),
+        ("version range", VERSION_RANGE_KEYS),
+        ("part", PART_KEYS),
+        ("any entry", {"only"}),
+        *ENTRY_FIELDS.items(),
+    ],
+)
 def test_the_tree_examples_show_every_key_the_loader_accepts_and_no_other(kind, accepted):
     assert tree_doc_keys()[kind] == set(accepted), kind
 

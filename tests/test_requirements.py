@@ -1,5 +1,6 @@
 """The virtualenv holds exactly the versions requirements*.txt pin: a bump (nh3, setuptools past the 65.5 that
 Python's venv ships) is only real once the environment the tests run in has it."""
+
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 

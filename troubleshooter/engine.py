@@ -6,6 +6,7 @@ answers were given in, and a question the log already answered is skipped. A ste
 questions can still come (`ahead`): answers to those are worth keeping (revisiting an earlier
 question keeps later ones), answers to any other question no longer matter (state.py drops them).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

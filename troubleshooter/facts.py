@@ -4,6 +4,7 @@ Which fact answers which question, and how its values map to choices, is data in
 (`facts:` on a question), so adding a mapping is editing YAML, not this module. The fact names and
 their types are the diagnosis engine's, declared once in kb.diagnosis.conditions.FACTS.
 """
+
 from __future__ import annotations
 
 import re
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from troubleshooter.tree_model import FactMap, Tree
+
 
 def answers_from_facts(tree: Tree, facts: dict[str, Any]) -> dict[str, str]:
     """The answers a diagnosis already gives, keyed by question id; questions it cannot answer are left out."""
@@ -50,7 +52,7 @@ def _mapped(fact_map: FactMap, item: str) -> str | None:
 
 def _distinct(values: Any) -> list[str]:
     seen: list[str] = []
-    for value in (values if not isinstance(values, set) else sorted(values, key=str)):
+    for value in values if not isinstance(values, set) else sorted(values, key=str):
         text = str(value).strip()
         if text and text not in seen:
             seen.append(text)

@@ -4,6 +4,7 @@
 a tree naming a missing case, fix step or script part stops the load with file:line. Views use
 `library_published`: the snapshot of the loaded revision, read once per build, only trees without problems.
 """
+
 from __future__ import annotations
 
 import logging
@@ -43,7 +44,9 @@ def library_read(content_dir: Path) -> Library:
         for part_id, part in parts.items():
             if part_id in library.parts:
                 first = library.parts[part_id]
-                library.errors.append(ContentError(shown, part.line, f"part '{part_id}' is already defined in {first.path}:{first.line}"))
+                library.errors.append(
+                    ContentError(shown, part.line, f"part '{part_id}' is already defined in {first.path}:{first.line}")
+                )
             library.parts[part_id] = part
     used: set[str] = set()
     for path in tree_paths(content_dir):
@@ -73,12 +76,21 @@ def trees_check(content_dir: Path, docs: list[CaseDoc]) -> list[ContentError]:
             where = ("nodes", leaf.id)
             case = cases.get(leaf.case)
             if case is None:
-                errors.append(ContentError(tree.path, doc.line_of(where + ("case",)), f"leaf '{leaf.id}' names case '{leaf.case}', which does not exist"))
+                errors.append(
+                    ContentError(
+                        tree.path,
+                        doc.line_of(where + ("case",)),
+                        f"leaf '{leaf.id}' names case '{leaf.case}', which does not exist",
+                    )
+                )
                 continue
             for index, step in enumerate(leaf.fix_steps):
                 if step not in case.anchors:
-                    errors.append(ContentError(tree.path, doc.line_of(where + ("fix_steps", index)),
-                                               f"case '{leaf.case}' has no fix step #{step}"))
+                    errors.append(
+                        ContentError(
+                            tree.path, doc.line_of(where + ("fix_steps", index)), f"case '{leaf.case}' has no fix step #{step}"
+                        )
+                    )
     return sorted(set(errors))
 
 
@@ -89,13 +101,17 @@ def _tree_parts_check(tree: Tree, doc: YamlFile, parts: dict[str, Part]) -> list
         missing = [p for p in leaf.script if p not in parts]
         for index, part_id in enumerate(leaf.script):
             if part_id in missing:
-                errors.append(ContentError(tree.path, doc.line_of(where + ("script", index)), f"script part '{part_id}' does not exist"))
+                errors.append(
+                    ContentError(tree.path, doc.line_of(where + ("script", index)), f"script part '{part_id}' does not exist")
+                )
         if len(set(leaf.script)) != len(leaf.script):
             errors.append(ContentError(tree.path, doc.line_of(where + ("script",)), "a script part is listed twice"))
         if missing:
             continue
-        errors += [ContentError(tree.path, doc.line_of(where + ("script",)), message)
-                   for message in _leaf_roles_problems(tree, leaf, [parts[p] for p in leaf.script])]
+        errors += [
+            ContentError(tree.path, doc.line_of(where + ("script",)), message)
+            for message in _leaf_roles_problems(tree, leaf, [parts[p] for p in leaf.script])
+        ]
     return errors
 
 
@@ -106,7 +122,9 @@ def _leaf_roles_problems(tree: Tree, leaf: Leaf, parts: list[Part]) -> list[str]
     for trail, reached in tree_branches(tree):
         if reached.id != leaf.id:
             continue
-        on_way = [tree.nodes[q].role for q, _ in trail if tree.nodes[q].role] + [tree.nodes[q].role for q in leaf.asks if tree.nodes[q].role]
+        on_way = [tree.nodes[q].role for q, _ in trail if tree.nodes[q].role] + [
+            tree.nodes[q].role for q in leaf.asks if tree.nodes[q].role
+        ]
         twice = sorted({role for role in on_way if on_way.count(role) > 1})
         way = " > ".join(f"{q}={a}" for q, a in trail)
         if twice:
@@ -115,7 +133,9 @@ def _leaf_roles_problems(tree: Tree, leaf: Leaf, parts: list[Part]) -> list[str]
         provided = set(on_way)
         absent = sorted(needed - provided)
         if absent:
-            problems.append(f"leaf '{leaf.id}' needs answers for role(s) {', '.join(absent)} on the way {way}; add them to its asks")
+            problems.append(
+                f"leaf '{leaf.id}' needs answers for role(s) {', '.join(absent)} on the way {way}; add them to its asks"
+            )
             break
     for part in parts:
         for role in part.seconds_roles():

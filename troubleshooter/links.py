@@ -1,4 +1,5 @@
 """URLs into the wizard: one place that turns a state into a link, for views, templates and the diagnosis page."""
+
 from __future__ import annotations
 
 from typing import Any, Mapping

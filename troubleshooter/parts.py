@@ -4,6 +4,7 @@ A part holds read-only checks, environment settings, Open MPI interface pinning,
 actions and printed instructions, each optionally limited to some answers (`only:`). Values from
 the user enter only through `@role@` placeholders, which the composer fills shell-quoted.
 """
+
 from __future__ import annotations
 
 import re
@@ -134,19 +135,28 @@ def _part_parse(part_id: str, data: Any, where: YamlPath, problems: list[Problem
     title = data.get("title")
     if not isinstance(title, str) or not title.strip():
         problems.append((where, "a part needs a title"))
-    checks = tuple(Check(tool=item.get("tool", ""), title=item.get("title", ""), run=item.get("run", ""), only=only)
-                   for item, only in _items(data, where, "checks", problems))
+    checks = tuple(
+        Check(tool=item.get("tool", ""), title=item.get("title", ""), run=item.get("run", ""), only=only)
+        for item, only in _items(data, where, "checks", problems)
+    )
     for index, check in enumerate(checks):
         if not TOOL_RE.fullmatch(str(check.tool)):
-            problems.append((where + ("checks", index, "tool"), "tool is the command name to look for on PATH, such as ip or nvidia-smi"))
-    env = tuple(Setting(name=item.get("name", ""), value=str(item.get("value", "")), why=item.get("why", ""), only=only)
-                for item, only in _items(data, where, "env", problems))
+            problems.append(
+                (where + ("checks", index, "tool"), "tool is the command name to look for on PATH, such as ip or nvidia-smi")
+            )
+    env = tuple(
+        Setting(name=item.get("name", ""), value=str(item.get("value", "")), why=item.get("why", ""), only=only)
+        for item, only in _items(data, where, "env", problems)
+    )
     for index, setting in enumerate(env):
         _setting_check(setting, where + ("env", index), problems)
-    actions = tuple(Action(title=item.get("title", ""), run=item.get("run", ""), only=only)
-                    for item, only in _items(data, where, "actions", problems))
-    instructions = tuple(Instruction(text=item.get("text", ""), only=only)
-                         for item, only in _items(data, where, "instructions", problems))
+    actions = tuple(
+        Action(title=item.get("title", ""), run=item.get("run", ""), only=only)
+        for item, only in _items(data, where, "actions", problems)
+    )
+    instructions = tuple(
+        Instruction(text=item.get("text", ""), only=only) for item, only in _items(data, where, "instructions", problems)
+    )
     for kind, items in (("checks", checks), ("actions", actions)):
         for index, item in enumerate(items):
             _snippet_check(item.run, where + (kind, index, "run"), problems)
@@ -155,8 +165,17 @@ def _part_parse(part_id: str, data: Any, where: YamlPath, problems: list[Problem
         problems.append((where + ("mpi_interface",), "mpi_interface names the role of an interface question, such as iface"))
     if not (checks or env or actions or instructions or mpi_interface):
         problems.append((where, "a part must contribute something"))
-    return Part(id=part_id, title=str(title or "").strip(), checks=checks, env=env, mpi_interface=mpi_interface,
-                actions=actions, instructions=instructions, path=doc.path, line=doc.line_of(where))
+    return Part(
+        id=part_id,
+        title=str(title or "").strip(),
+        checks=checks,
+        env=env,
+        mpi_interface=mpi_interface,
+        actions=actions,
+        instructions=instructions,
+        path=doc.path,
+        line=doc.line_of(where),
+    )
 
 
 def _items(data: dict, where: YamlPath, key: str, problems: list[Problem]) -> list[tuple[dict, Only]]:
@@ -198,7 +217,9 @@ def _only_parse(data: Any, where: YamlPath, problems: list[Problem]) -> Only:
         if role in ROLE_VALUES:
             unknown = [v for v in values if v not in ROLE_VALUES[role]]
             if unknown:
-                problems.append((where + (role,), f"{', '.join(unknown)}: not an answer of role '{role}' ({', '.join(ROLE_VALUES[role])})"))
+                problems.append(
+                    (where + (role,), f"{', '.join(unknown)}: not an answer of role '{role}' ({', '.join(ROLE_VALUES[role])})")
+                )
         only[str(role)] = frozenset(values)
     return only
 
@@ -206,13 +227,20 @@ def _only_parse(data: Any, where: YamlPath, problems: list[Problem]) -> Only:
 def _setting_check(setting: Setting, where: YamlPath, problems: list[Problem]) -> None:
     variable = VARIABLES.get(setting.name)
     if variable is None:
-        problems.append((where + ("name",), f"'{setting.name}' is not a known, current variable (see troubleshooter/variables.py); "
-                         "scripts never set a variable that nothing reads"))
+        problems.append(
+            (
+                where + ("name",),
+                f"'{setting.name}' is not a known, current variable (see troubleshooter/variables.py); "
+                "scripts never set a variable that nothing reads",
+            )
+        )
         return
     for role, allowed in variable.needs.items():
         given = setting.only.get(role)
         if given is None or not given <= allowed:
-            problems.append((where, f"{setting.name} exists only for {role} in {sorted(allowed)}: add only: {{{role}: {sorted(allowed)}}}"))
+            problems.append(
+                (where, f"{setting.name} exists only for {role} in {sorted(allowed)}: add only: {{{role}: {sorted(allowed)}}}")
+            )
     if "\n" in setting.value:
         problems.append((where + ("value",), "a value is one line"))
 
@@ -222,6 +250,6 @@ def _snippet_check(run: str, where: YamlPath, problems: list[Problem]) -> None:
     if "<<" in run:
         problems.append((where, "no here-documents in snippets (they break when indented)"))
     for match in PLACEHOLDER_RE.finditer(run):
-        before, after = run[match.start() - 1: match.start()], run[match.end(): match.end() + 1]
+        before, after = run[match.start() - 1 : match.start()], run[match.end() : match.end() + 1]
         if (before and before in "\"'") or (after and after in "\"'"):
             problems.append((where, f"write {match.group(0)} bare, not inside quotes: the composer quotes it"))

@@ -1,6 +1,7 @@
 """What the wizard's templates show, shaped from the engine's Step (the view-model half of the views, like
 kb/presentation.py): answers with Change links and where they came from, the question with the current answer
 selected, the leaf with its script and a sentence that says what the script does."""
+
 from __future__ import annotations
 
 import re
@@ -27,24 +28,34 @@ from troubleshooter.tree_model import Question, Tree
 STEP_TARGET = "#wizard-step"
 
 
-def step_view_model(tree: Tree, resolved: Step, state: State, raw: dict[str, str], error: str | None, *,
-                    absolute: Callable[[str], str]) -> dict:
+def step_view_model(
+    tree: Tree, resolved: Step, state: State, raw: dict[str, str], error: str | None, *, absolute: Callable[[str], str]
+) -> dict:
     """What the step templates show: the answers so far, then the question (the one being changed, if any) or the leaf.
 
     `state` is canonical (state.state_resolve), so every link built here carries only answers that still matter."""
     changing = tree.question(state.change) if state.change else None
     question = changing or resolved.question
     answered = _answered_view(tree, resolved, state, skip=changing.id if changing else None)
-    context = {"tree": tree, "step": resolved, "path": answered, "error": error, "target": STEP_TARGET,
-               "tree_url": state_url(tree.id, State()),
-               "from_log_count": sum(1 for item in answered if item["from_log"])}
+    context = {
+        "tree": tree,
+        "step": resolved,
+        "path": answered,
+        "error": error,
+        "target": STEP_TARGET,
+        "tree_url": state_url(tree.id, State()),
+        "from_log_count": sum(1 for item in answered if item["from_log"]),
+    }
     if question is None:
         context.update(leaf_view_model(tree, resolved, absolute=absolute))
         return context
     current = state.answers.get(question.id, "")
-    context.update(question=question, changing=changing is not None, page_title=question.text,
-                   fields=sorted([(name, value) for name, value in state_pairs_for_form(state, question.id)]
-                                 + [(question.id, None)]))
+    context.update(
+        question=question,
+        changing=changing is not None,
+        page_title=question.text,
+        fields=sorted([(name, value) for name, value in state_pairs_for_form(state, question.id)] + [(question.id, None)]),
+    )
     if question.kind == "choice":
         context["help"] = question.help
         context["options"] = [{"choice": c, "checked": c.id == current} for c in question.choices]
@@ -66,9 +77,15 @@ def _answered_view(tree: Tree, resolved: Step, state: State, *, skip: str | None
     for question, value in on_path + ahead:
         if question.id == skip:
             continue
-        items.append({"question": question.text, "label": question.label_for(value), "ahead": question.id not in seen,
-                      "from_log": question.id in state.from_log,
-                      "change_url": state_url(tree.id, State(state.answers, state.from_log, change=question.id))})
+        items.append(
+            {
+                "question": question.text,
+                "label": question.label_for(value),
+                "ahead": question.id not in seen,
+                "from_log": question.id in state.from_log,
+                "change_url": state_url(tree.id, State(state.answers, state.from_log, change=question.id)),
+            }
+        )
     return items
 
 
@@ -100,10 +117,14 @@ def leaf_view_model(tree: Tree, resolved: Step, *, absolute: Callable[[str], str
         "case_title": case.title if case else leaf.case,
         "fix_steps": [{"id": s, "title": titles.get(s, s), "url": f"{case_path}#{s}"} for s in leaf.fix_steps],
         # Pygments escapes every character of the script, values from the URL included.
-        "script_html": mark_safe(code_blocks_focusable(
-            highlight(script_text(tree, resolved, absolute=absolute), BashLexer(), HtmlFormatter(cssclass="highlight")))),
-        "script_summary": script_summary_html(summary, EXAMPLE_COMMANDS[resolved.roles["launcher"]],
-                                              mpirun=resolved.roles["launcher"] == "mpirun"),
+        "script_html": mark_safe(
+            code_blocks_focusable(
+                highlight(script_text(tree, resolved, absolute=absolute), BashLexer(), HtmlFormatter(cssclass="highlight"))
+            )
+        ),
+        "script_summary": script_summary_html(
+            summary, EXAMPLE_COMMANDS[resolved.roles["launcher"]], mpirun=resolved.roles["launcher"] == "mpirun"
+        ),
         "download_url": script_url(tree.id, on_path),
     }
 
@@ -116,8 +137,9 @@ def script_summary_html(summary: ScriptSummary, command: str, *, mpirun: bool) -
     if summary.exports:
         does = format_html("exports {}", _code_list(summary.exports))
         if mpirun:
-            does = format_html("{}, passes {} to every rank with <code>-x</code>", does,
-                               "it" if len(summary.exports) == 1 else "them")
+            does = format_html(
+                "{}, passes {} to every rank with <code>-x</code>", does, "it" if len(summary.exports) == 1 else "them"
+            )
         if iface:
             does = format_html("{} and pins Open MPI’s TCP traffic to <code>{}</code>", does, iface)
     elif iface:
@@ -126,15 +148,21 @@ def script_summary_html(summary: ScriptSummary, command: str, *, mpirun: bool) -
         does = None
     first = format_html(" after {}", _words_list(summary.actions)) if summary.actions else ""
     if does is not None:
-        run = format_html("<code>./fix.sh {}</code> {}{}, prints what else to change and runs your command",
-                          command, does, first)
+        run = format_html("<code>./fix.sh {}</code> {}{}, prints what else to change and runs your command", command, does, first)
     else:
-        run = format_html("<code>./fix.sh {}</code> sets no environment variable: {}it prints the changes to make in "
-                          "your code, flags or platform, then runs your command as it is", command,
-                          format_html("{}, ", _words_list(summary.actions)) if summary.actions else "")
+        run = format_html(
+            "<code>./fix.sh {}</code> sets no environment variable: {}it prints the changes to make in "
+            "your code, flags or platform, then runs your command as it is",
+            command,
+            format_html("{}, ", _words_list(summary.actions)) if summary.actions else "",
+        )
     if summary.check_count:
-        checks = format_html("<code>./fix.sh --check</code> changes nothing: it runs {} read-only check{} with {}",
-                             summary.check_count, "" if summary.check_count == 1 else "s", _code_list(summary.check_tools))
+        checks = format_html(
+            "<code>./fix.sh --check</code> changes nothing: it runs {} read-only check{} with {}",
+            summary.check_count,
+            "" if summary.check_count == 1 else "s",
+            _code_list(summary.check_tools),
+        )
     else:
         checks = format_html("<code>./fix.sh --check</code> changes nothing: it only lists what the script would set")
     return format_html("{}; {}.", run, checks)
@@ -160,9 +188,12 @@ def script_text(tree: Tree, resolved: Step, *, absolute: Callable[[str], str]) -
     """The same text for the page and the download: built only from the answers on the path to the leaf."""
     leaf = resolved.leaf
     case_url = absolute(reverse("kb:case_detail", args=[leaf.case]))
-    source = ScriptSource(case_url=case_url, fix_step_urls=tuple(f"{case_url}#{s}" for s in leaf.fix_steps),
-                          wizard_url=absolute(state_url(tree.id, State(path_answers(resolved)))),
-                          revision=ContentState.loaded_revision())
+    source = ScriptSource(
+        case_url=case_url,
+        fix_step_urls=tuple(f"{case_url}#{s}" for s in leaf.fix_steps),
+        wizard_url=absolute(state_url(tree.id, State(path_answers(resolved)))),
+        revision=ContentState.loaded_revision(),
+    )
     return script_render(resolved, library_published().parts, source)
 
 

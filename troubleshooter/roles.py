@@ -5,6 +5,7 @@ script parts can say "only for mpirun" or "only on PyTorch >= 2.5" without knowi
 Roles not listed here are free names (a value question's placeholder, or a tree's own choice
 role); their values are whatever the question offers.
 """
+
 from __future__ import annotations
 
 ROLE_VALUES: dict[str, tuple[str, ...]] = {

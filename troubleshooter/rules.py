@@ -4,6 +4,7 @@ A tree names a rule per free-value question; the rule is the only gate between a
 script, so every rule accepts a narrow, shell-inert character set. The composer still
 shell-quotes every value: the rule is the first line of defence, quoting the second.
 """
+
 from __future__ import annotations
 
 import re
@@ -40,24 +41,39 @@ _HOSTNAME = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A
 _IPV6 = r"[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}"
 _HCA = r"[A-Za-z][A-Za-z0-9_]{0,31}(?::[0-9]{1,2})?"
 
-RULES: dict[str, Rule] = {rule.name: rule for rule in (
-    Rule("interface",
-         "a network interface name exactly as ip -br addr lists it, such as eth0, ens1f0np0 or bond0 "
-         "(letters, digits, '.', '_' or '-'; at most 15 characters; no '@...' suffix)",
-         re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,14}"), max_length=15),
-    Rule("hca-list",
-         "one or more RDMA devices as ibstat names them, each optionally with ':port', separated by commas, "
-         "such as mlx5_0:1,mlx5_1:1",
-         re.compile(rf"{_HCA}(?:,{_HCA}){{0,15}}"), max_length=200),
-    Rule("minutes", "a whole number of minutes from 1 to 1440", _INTEGER, minimum=1, maximum=1440),
-    Rule("gpu-count", "a whole number of GPUs per node from 1 to 16", _INTEGER, minimum=1, maximum=16),
-    Rule("gib", "a whole number of GiB from 1 to 1024", _INTEGER, minimum=1, maximum=1024),
-    Rule("port", "a TCP port number from 1 to 65535", _INTEGER, minimum=1, maximum=65535),
-    Rule("host",
-         "a host name or an IP address that every node can reach, such as node001, 10.0.0.5 or fd00::5",
-         re.compile(rf"{_HOSTNAME}|{_IPV6}"), max_length=253),
-    Rule("path",
-         "an absolute path such as /workspace/Megatron-LM (letters, digits, '/', '.', '_', '+' or '-'; "
-         "no spaces, no '~', no '..')",
-         re.compile(r"(?!.*(?:^|/)\.\.(?:/|$))/[A-Za-z0-9_.+/-]*"), max_length=255),
-)}
+RULES: dict[str, Rule] = {
+    rule.name: rule
+    for rule in (
+        Rule(
+            "interface",
+            "a network interface name exactly as ip -br addr lists it, such as eth0, ens1f0np0 or bond0 "
+            "(letters, digits, '.', '_' or '-'; at most 15 characters; no '@...' suffix)",
+            re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,14}"),
+            max_length=15,
+        ),
+        Rule(
+            "hca-list",
+            "one or more RDMA devices as ibstat names them, each optionally with ':port', separated by commas, "
+            "such as mlx5_0:1,mlx5_1:1",
+            re.compile(rf"{_HCA}(?:,{_HCA}){{0,15}}"),
+            max_length=200,
+        ),
+        Rule("minutes", "a whole number of minutes from 1 to 1440", _INTEGER, minimum=1, maximum=1440),
+        Rule("gpu-count", "a whole number of GPUs per node from 1 to 16", _INTEGER, minimum=1, maximum=16),
+        Rule("gib", "a whole number of GiB from 1 to 1024", _INTEGER, minimum=1, maximum=1024),
+        Rule("port", "a TCP port number from 1 to 65535", _INTEGER, minimum=1, maximum=65535),
+        Rule(
+            "host",
+            "a host name or an IP address that every node can reach, such as node001, 10.0.0.5 or fd00::5",
+            re.compile(rf"{_HOSTNAME}|{_IPV6}"),
+            max_length=253,
+        ),
+        Rule(
+            "path",
+            "an absolute path such as /workspace/Megatron-LM (letters, digits, '/', '.', '_', '+' or '-'; "
+            "no spaces, no '~', no '..')",
+            re.compile(r"(?!.*(?:^|/)\.\.(?:/|$))/[A-Za-z0-9_.+/-]*"),
+            max_length=255,
+        ),
+    )
+}

@@ -14,6 +14,7 @@ writes only what depends on the leaf and the answers. A skeleton line `: @slot@`
 skeleton itself stays a valid script) is replaced by the lines made for that slot, at its indentation.
 Comments in the skeleton are copied into every script, so the slot convention is explained here.
 """
+
 from __future__ import annotations
 
 import functools
@@ -42,7 +43,7 @@ LAUNCHER_NOTES = {
     "torchrun": "torchrun passes this environment to its workers. On several nodes, run this wrapper around torchrun on every node.",
     "accelerate": "accelerate launch passes this environment to its processes. On several nodes, run this wrapper on every node.",
     "srun": "srun passes the whole environment to its tasks by default (--export=ALL). If your job uses --export=NONE "
-            "or a list, add the names above to it.",
+    "or a list, add the names above to it.",
 }
 
 
@@ -53,6 +54,7 @@ class ScriptError(ValueError):
 @dataclass(frozen=True)
 class ScriptSource:
     """Where the script comes from, printed in its header so a copy can always be traced back."""
+
     case_url: str
     fix_step_urls: tuple[str, ...]
     wizard_url: str
@@ -82,6 +84,7 @@ class ScriptSummary:
     """What a leaf's fix.sh does, read from the same selection the composer renders, so the page cannot promise
     more or less than the script: the variables `./fix.sh CMD` exports, the interface it pins Open MPI to,
     what it does on the node first, and the tools `--check` runs."""
+
     exports: tuple[str, ...]  # as exported; a renamed variable as "NEWER (OLDER before PyTorch X)"
     mpi_interface: str | None
     actions: tuple[str, ...]
@@ -95,8 +98,9 @@ def script_summary(step: Step, parts: Mapping[str, Part]) -> ScriptSummary:
         raise ValueError("a script needs a step that reached a leaf")
     roles = step.roles
     chosen = [parts[part_id] for part_id in step.leaf.script]
-    exports = tuple(f"{e.renamed[1]} ({e.name} before PyTorch {e.renamed[0]})" if e.renamed else e.name
-                    for e in _exports(chosen, roles))
+    exports = tuple(
+        f"{e.renamed[1]} ({e.name} before PyTorch {e.renamed[0]})" if e.renamed else e.name for e in _exports(chosen, roles)
+    )
     mpi_iface = next((roles[p.mpi_interface] for p in chosen if p.mpi_interface and roles["launcher"] == "mpirun"), None)
     actions = tuple(_fill_text(a.title, roles) for p in chosen for a in p.actions if _applies(a.only, roles))
     checks = [c for p in chosen for c in p.checks if _applies(c.only, roles)]
@@ -126,25 +130,32 @@ def script_render(step: Step, parts: Mapping[str, Part], source: ScriptSource) -
     instructions = [_fill_text(i.text, roles) for p in chosen for i in p.instructions if _applies(i.only, roles)]
     instructions += _launcher_notes(launcher, exports)
     sets_anything = bool(exports or mpi_iface)
-    lines = _skeleton_fill("fix.sh", {
-        "about": _about(step, source),
-        "usage_comment": _usage_comment(launcher, sets_anything),
-        "checks": _checks(chosen, roles),
-        "checks_done": ["say '' 'Nothing was changed. To apply the fix, run: ./fix.sh <your launch command>'"
-                        if sets_anything else
-                        "say '' 'Nothing was changed. ./fix.sh <your launch command> prints the changes to make, "
-                        "then runs it as it is.'"],
-        "settings": _settings(exports),
-        "show_settings": [f"say {_sh_word('  ' + e.shown)}" for e in exports] or
-        ["say '  (none: this fix sets no environment variable; it prints what to change and runs your command as it is)'"],
-        "actions": _actions(chosen, roles),
-        "instructions": _instructions(instructions, exports),
-        "launch": _launch(launcher, exports, mpi_iface),
-        "usage_title": [f"say {_sh_word('fix.sh: ' + _comment(step.leaf.title))}"],
-        "usage_run": ["say '       ./fix.sh LAUNCH COMMAND...   apply the settings, print what else to change, run the command'"
-                      if sets_anything else
-                      "say '       ./fix.sh LAUNCH COMMAND...   sets nothing: print what to change, run the command as it is'"],
-    })
+    lines = _skeleton_fill(
+        "fix.sh",
+        {
+            "about": _about(step, source),
+            "usage_comment": _usage_comment(launcher, sets_anything),
+            "checks": _checks(chosen, roles),
+            "checks_done": [
+                "say '' 'Nothing was changed. To apply the fix, run: ./fix.sh <your launch command>'"
+                if sets_anything
+                else "say '' 'Nothing was changed. ./fix.sh <your launch command> prints the changes to make, "
+                "then runs it as it is.'"
+            ],
+            "settings": _settings(exports),
+            "show_settings": [f"say {_sh_word('  ' + e.shown)}" for e in exports]
+            or ["say '  (none: this fix sets no environment variable; it prints what to change and runs your command as it is)'"],
+            "actions": _actions(chosen, roles),
+            "instructions": _instructions(instructions, exports),
+            "launch": _launch(launcher, exports, mpi_iface),
+            "usage_title": [f"say {_sh_word('fix.sh: ' + _comment(step.leaf.title))}"],
+            "usage_run": [
+                "say '       ./fix.sh LAUNCH COMMAND...   apply the settings, print what else to change, run the command'"
+                if sets_anything
+                else "say '       ./fix.sh LAUNCH COMMAND...   sets nothing: print what to change, run the command as it is'"
+            ],
+        },
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -175,17 +186,25 @@ def _skeleton_fill(name: str, fills: Mapping[str, list[str]]) -> list[str]:
 def _about(step: Step, source: ScriptSource) -> list[str]:
     lines = [f"# fix.sh: {_comment(step.leaf.title)}", "#", f"# Case:      {_comment(source.case_url)}"]
     lines += [f"# Fix step:  {_comment(url)}" for url in source.fix_step_urls]
-    lines += [f"# Made by:   {_comment(source.wizard_url)}", f"# Content revision: {_comment(source.revision)}", "#",
-              "# Your answers:"]
+    lines += [
+        f"# Made by:   {_comment(source.wizard_url)}",
+        f"# Content revision: {_comment(source.revision)}",
+        "#",
+        "# Your answers:",
+    ]
     lines += [f"#   {_comment(a.question.text)} -> {_comment(a.label)}" for a in step.path]
     return lines
 
 
 def _usage_comment(launcher: str, sets_anything: bool) -> list[str]:
-    return [("#   ./fix.sh LAUNCH COMMAND...    apply the settings below, print what else to change, run the command"
-             if sets_anything else
-             "#   ./fix.sh LAUNCH COMMAND...    this fix sets nothing: print what to change, then run the command as it is"),
-            f"#   for example: ./fix.sh {_comment(EXAMPLE_COMMANDS[launcher])}"]
+    return [
+        (
+            "#   ./fix.sh LAUNCH COMMAND...    apply the settings below, print what else to change, run the command"
+            if sets_anything
+            else "#   ./fix.sh LAUNCH COMMAND...    this fix sets nothing: print what to change, then run the command as it is"
+        ),
+        f"#   for example: ./fix.sh {_comment(EXAMPLE_COMMANDS[launcher])}",
+    ]
 
 
 def _checks(parts: list[Part], roles: dict[str, str]) -> list[str]:
@@ -199,7 +218,7 @@ def _checks(parts: list[Part], roles: dict[str, str]) -> list[str]:
             lines.append(f"if have {shlex.quote(check.tool)} {_sh_word(_fill_text(check.title, roles))}; then")
             lines.append("  {")
             lines += _indent(_fill_shell(check.run, roles), "    ")
-            lines.append("  } || failed \"$?\"")
+            lines.append('  } || failed "$?"')
             lines.append("fi")
     return lines
 
@@ -214,15 +233,19 @@ def _settings(exports: list[_Export]) -> list[str]:
             lines.append("# NCCL classes this as a debugging variable: use it to test or unblock, do not keep it in job scripts.")
         if export.renamed:
             release, newer = export.renamed
-            missing = (f"could not read the PyTorch version with python here: {newer} (PyTorch {release}+) / "
-                       f"{export.name} (older) not set; export the one your release reads")
-            lines += ["if [ -z \"$torch_rel\" ]; then",
-                      f"  note {_sh_word(missing)}",
-                      f"elif release_at_least \"$torch_rel\" {release}; then",
-                      f"  export {newer}={_sh_word(export.value)}",
-                      "else",
-                      f"  export {export.name}={_sh_word(export.value)}",
-                      "fi"]
+            missing = (
+                f"could not read the PyTorch version with python here: {newer} (PyTorch {release}+) / "
+                f"{export.name} (older) not set; export the one your release reads"
+            )
+            lines += [
+                'if [ -z "$torch_rel" ]; then',
+                f"  note {_sh_word(missing)}",
+                f'elif release_at_least "$torch_rel" {release}; then',
+                f"  export {newer}={_sh_word(export.value)}",
+                "else",
+                f"  export {export.name}={_sh_word(export.value)}",
+                "fi",
+            ]
         else:
             lines.append(f"export {export.name}={_sh_word(export.value)}")
     if not exports:
@@ -265,19 +288,29 @@ def _launch(launcher: str, exports: list[_Export], mpi_iface: str | None) -> lis
         ompi5 += ["--mca", "btl_tcp_if_include", iface, "--prtemca", "oob_tcp_if_include", iface]
     wrapped = [f"note {_sh_word('  ' + ' '.join(ompi4))}"]
     if renamed:
-        wrapped.append("note \"  and -x for whichever of these is set: " + " ".join(renamed) + "\"")
+        wrapped.append('note "  and -x for whichever of these is set: ' + " ".join(renamed) + '"')
     # A renamed variable is forwarded under whichever of its names settings() exported.
-    forward = ["local name", f"for name in {' '.join(renamed)}; do",
-               "  if [ -n \"${!name+x}\" ]; then",
-               "    flags+=(-x \"$name\")",
-               "  fi",
-               "done"] if renamed else []
-    return _skeleton_fill("launch_open_mpi.sh", {
-        "wrapped_flags": wrapped,
-        "flags_open_mpi_5": [f"flags=({' '.join(ompi5)})"],
-        "flags_open_mpi_4": [f"flags=({' '.join(ompi4)})"],
-        "forward_renamed": forward,
-    })
+    forward = (
+        [
+            "local name",
+            f"for name in {' '.join(renamed)}; do",
+            '  if [ -n "${!name+x}" ]; then',
+            '    flags+=(-x "$name")',
+            "  fi",
+            "done",
+        ]
+        if renamed
+        else []
+    )
+    return _skeleton_fill(
+        "launch_open_mpi.sh",
+        {
+            "wrapped_flags": wrapped,
+            "flags_open_mpi_5": [f"flags=({' '.join(ompi5)})"],
+            "flags_open_mpi_4": [f"flags=({' '.join(ompi4)})"],
+            "forward_renamed": forward,
+        },
+    )
 
 
 def _exports(parts: list[Part], roles: dict[str, str]) -> list[_Export]:
@@ -299,8 +332,10 @@ def _launcher_notes(launcher: str, exports: list[_Export]) -> list[str]:
         return []
     if launcher == "deepspeed":
         held_back = [e for e in exports if not e.name.startswith(DEEPSPEED_FORWARDED_PREFIXES)]
-        note = ("deepspeed passes this environment to the ranks on this node. On several nodes its launcher forwards only "
-                "variables whose names start with NCCL, UCX, PYTHON, MV2 or MLFLOW")
+        note = (
+            "deepspeed passes this environment to the ranks on this node. On several nodes its launcher forwards only "
+            "variables whose names start with NCCL, UCX, PYTHON, MV2 or MLFLOW"
+        )
         if held_back:
             lines = ", ".join(e.shown for e in held_back)
             return [f"{note}; put these lines into .deepspeed_env in the launch directory or your home: {lines}"]

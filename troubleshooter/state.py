@@ -7,6 +7,7 @@ can say where an answer came from; `_change` names the answer the user is revisi
 again with that answer selected. A state is canonical when it holds only answers that are on the path or can
 still be asked: equal steps then have equal URLs, and a stale answer cannot resurface after an earlier change.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -62,9 +63,11 @@ def state_resolve(tree: Tree, state: State) -> tuple[Step, State, str | None]:
     with its log mark; a change of an answer that is gone is forgotten."""
     step, error = step_resolve(tree, state.answers)
     kept = {a.question.id for a in step.path} | (step.ahead & step.answers.keys())
-    canonical = State(answers={k: v for k, v in step.answers.items() if k in kept},
-                      from_log=state.from_log & kept,
-                      change=state.change if state.change in kept else None)
+    canonical = State(
+        answers={k: v for k, v in step.answers.items() if k in kept},
+        from_log=state.from_log & kept,
+        change=state.change if state.change in kept else None,
+    )
     return step, canonical, error
 
 

@@ -1,6 +1,7 @@
 """Read and check one content/trees/<id>.yaml file into a Tree (tree_model.py), with the file line of every
 problem, so a broken tree never reaches the wizard. The format is documented in content/trees/FORMAT.md.
 """
+
 from __future__ import annotations
 
 import re
@@ -76,8 +77,14 @@ def _tree_parse(data: Any, stem: str, problems: list[Problem]) -> Tree | None:
         node = _node_parse(node_id, node_data, where, problems)
         if node is not None:
             nodes[node_id] = node
-    return Tree(id=tree_id or stem, title=_text(data, ("title",), problems) or "", summary=_text(data, ("summary",), problems) or "",
-                start=str(data.get("start", "")), nodes=nodes, path="")
+    return Tree(
+        id=tree_id or stem,
+        title=_text(data, ("title",), problems) or "",
+        summary=_text(data, ("summary",), problems) or "",
+        start=str(data.get("start", "")),
+        nodes=nodes,
+        path="",
+    )
 
 
 def _node_parse(node_id: str, data: Any, where: YamlPath, problems: list[Problem]) -> Question | Leaf | None:
@@ -91,10 +98,15 @@ def _node_parse(node_id: str, data: Any, where: YamlPath, problems: list[Problem
         for index, step in enumerate(fix_steps):
             if not FIX_STEP_RE.fullmatch(step):
                 problems.append((where + ("fix_steps", index), f"'{step}' is not a fix step id (fix-1, fix-2, ...)"))
-        return Leaf(id=node_id, title=_text(data, where + ("title",), problems) or "", case=_text(data, where + ("case",), problems) or "",
-                    diagnosis=_text(data, where + ("diagnosis",), problems) or "", fix_steps=tuple(fix_steps),
-                    script=tuple(_strings(data, where + ("script",), problems, minimum=1)),
-                    asks=tuple(_strings(data, where + ("asks",), problems)))
+        return Leaf(
+            id=node_id,
+            title=_text(data, where + ("title",), problems) or "",
+            case=_text(data, where + ("case",), problems) or "",
+            diagnosis=_text(data, where + ("diagnosis",), problems) or "",
+            fix_steps=tuple(fix_steps),
+            script=tuple(_strings(data, where + ("script",), problems, minimum=1)),
+            asks=tuple(_strings(data, where + ("asks",), problems)),
+        )
     if kind not in ("choice", "value"):
         problems.append((where + ("type",), "type must be choice, value or leaf"))
         return None
@@ -102,9 +114,15 @@ def _node_parse(node_id: str, data: Any, where: YamlPath, problems: list[Problem
         _keys_check(data, where, CHOICE_QUESTION_KEYS, {"type", "question", "choices"}, problems)
         choices = _choices_parse(data.get("choices"), where + ("choices",), problems)
         facts = _facts_parse(data.get("facts"), where + ("facts",), problems)
-        return Question(id=node_id, kind="choice", text=_text(data, where + ("question",), problems) or "",
-                        help=_optional_text(data, where + ("help",), problems), role=_role(data, where, problems),
-                        choices=choices, facts=facts)
+        return Question(
+            id=node_id,
+            kind="choice",
+            text=_text(data, where + ("question",), problems) or "",
+            help=_optional_text(data, where + ("help",), problems),
+            role=_role(data, where, problems),
+            choices=choices,
+            facts=facts,
+        )
     _keys_check(data, where, VALUE_QUESTION_KEYS, {"type", "question", "rule", "example"}, problems)
     rule = _text(data, where + ("rule",), problems)
     example = data.get("example")
@@ -115,10 +133,19 @@ def _node_parse(node_id: str, data: Any, where: YamlPath, problems: list[Problem
     elif rule and example is not None:
         error, canonical = RULES[rule].check(example)
         if error or canonical != example:
-            problems.append((where + ("example",), f"example '{example}' does not pass its own rule '{rule}': {error or 'not canonical'}"))
-    return Question(id=node_id, kind="value", text=_text(data, where + ("question",), problems) or "",
-                    help=_optional_text(data, where + ("help",), problems), role=_role(data, where, problems),
-                    rule=rule, example=example, next=_optional_text(data, where + ("next",), problems) or None)
+            problems.append(
+                (where + ("example",), f"example '{example}' does not pass its own rule '{rule}': {error or 'not canonical'}")
+            )
+    return Question(
+        id=node_id,
+        kind="value",
+        text=_text(data, where + ("question",), problems) or "",
+        help=_optional_text(data, where + ("help",), problems),
+        role=_role(data, where, problems),
+        rule=rule,
+        example=example,
+        next=_optional_text(data, where + ("next",), problems) or None,
+    )
 
 
 def _choices_parse(data: Any, where: YamlPath, problems: list[Problem]) -> tuple[Choice, ...]:
@@ -141,9 +168,14 @@ def _choices_parse(data: Any, where: YamlPath, problems: list[Problem]) -> tuple
         elif choice_id in seen:
             problems.append((at + ("id",), f"choice id '{choice_id}' is used twice in this question"))
         seen.add(choice_id)
-        choices.append(Choice(id=choice_id, label=_text(item, at + ("label",), problems) or "",
-                              help=_optional_text(item, at + ("help",), problems),
-                              next=_optional_text(item, at + ("next",), problems) or None))
+        choices.append(
+            Choice(
+                id=choice_id,
+                label=_text(item, at + ("label",), problems) or "",
+                help=_optional_text(item, at + ("help",), problems),
+                next=_optional_text(item, at + ("next",), problems) or None,
+            )
+        )
     return tuple(choices)
 
 
@@ -174,8 +206,14 @@ def _facts_parse(data: Any, where: YamlPath, problems: list[Problem]) -> tuple[F
         many = item.get("many")
         if not (values or versions or many):
             problems.append((at, "give values, versions or many"))
-        maps.append(FactMap(fact=fact, values={str(k): v for k, v in values.items()}, versions=versions,
-                            many=str(many) if many is not None else None))
+        maps.append(
+            FactMap(
+                fact=fact,
+                values={str(k): v for k, v in values.items()},
+                versions=versions,
+                many=str(many) if many is not None else None,
+            )
+        )
     return tuple(maps)
 
 
@@ -235,8 +273,11 @@ def _graph_check(tree: Tree) -> list[Problem]:
 def _question_check(node: Question, nodes: dict[str, Question | Leaf], asked: set[str], where: YamlPath) -> list[Problem]:
     problems: list[Problem] = []
     is_asked = node.id in asked
-    targets = [(where + ("choices", i, "next"), c.next) for i, c in enumerate(node.choices)] if node.kind == "choice" \
+    targets = (
+        [(where + ("choices", i, "next"), c.next) for i, c in enumerate(node.choices)]
+        if node.kind == "choice"
         else [(where + ("next",), node.next)]
+    )
     for at, target in targets:
         if is_asked and target:
             problems.append((at, "a question that a leaf asks returns to that leaf; remove 'next'"))
@@ -252,9 +293,15 @@ def _question_check(node: Question, nodes: dict[str, Question | Leaf], asked: se
             problems.append((where + ("role",), f"a '{node.role}' question has exactly these choice ids: {', '.join(expected)}"))
     choice_ids = {c.id for c in node.choices}
     for index, fact_map in enumerate(node.facts):
-        for answer in [*fact_map.values.values(), *(a for _, a in fact_map.versions), *([fact_map.many] if fact_map.many else [])]:
+        for answer in [
+            *fact_map.values.values(),
+            *(a for _, a in fact_map.versions),
+            *([fact_map.many] if fact_map.many else []),
+        ]:
             if answer not in choice_ids:
-                problems.append((where + ("facts", index), f"fact '{fact_map.fact}' maps to '{answer}', which is not a choice here"))
+                problems.append(
+                    (where + ("facts", index), f"fact '{fact_map.fact}' maps to '{answer}', which is not a choice here")
+                )
     return problems
 
 
@@ -287,7 +334,14 @@ def _strings(data: dict, where: YamlPath, problems: list[Problem], minimum: int 
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value) or len(value) < minimum:
-        problems.append((where, f"'{where[-1]}' must be a list of at least {minimum} string(s)" if minimum else f"'{where[-1]}' must be a list of strings"))
+        problems.append(
+            (
+                where,
+                f"'{where[-1]}' must be a list of at least {minimum} string(s)"
+                if minimum
+                else f"'{where[-1]}' must be a list of strings",
+            )
+        )
         return []
     return value
 

@@ -5,6 +5,7 @@ A tree is questions leading to leaves. A question is a `choice` (each choice nam
 apply and the script parts, and may `ask` context questions that return to it. How nodes connect is said
 once, by `Tree.edges`; every walk is built on it. Reading and checking tree files is tree_file.py.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from typing import Iterator
 @dataclass(frozen=True)
 class FactMap:
     """How one fact from a log diagnosis answers a choice question."""
+
     fact: str
     values: dict[str, str] = field(default_factory=dict)  # fact value -> choice id (first match in order wins)
     versions: tuple[tuple[str | None, str], ...] = ()  # (upper bound exclusive or None, choice id), in order
@@ -130,7 +132,7 @@ def tree_cycle(tree: Tree) -> list[str]:
         state[node_id] = 1
         for target in tree.successors(node_id):
             if state.get(target) == 1:
-                return trail[trail.index(target):] + [node_id, target] if target in trail else [node_id, target]
+                return trail[trail.index(target) :] + [node_id, target] if target in trail else [node_id, target]
             if target not in state:
                 found = visit(target, trail + [node_id])
                 if found:
@@ -149,6 +151,7 @@ def tree_cycle(tree: Tree) -> list[str]:
 def tree_branches(tree: Tree) -> Iterator[tuple[list[tuple[str, str]], Leaf]]:
     """Every way through the branching questions to a leaf: ([(question id, answer)...], leaf).
     Asked questions are not expanded here (see tree_walk)."""
+
     def walk(node_id: str, trail: list[tuple[str, str]]) -> Iterator[tuple[list[tuple[str, str]], Leaf]]:
         node = tree.nodes[node_id]
         if isinstance(node, Leaf):

@@ -5,6 +5,7 @@ not exist (NCCL_TIMEOUT) or that is never a fix (NCCL_ALGO, NCCL_PROTO) cannot r
 Entries follow ../shared/research/facts.md; `before_2_2` is the only name PyTorch < 2.2 reads
 (2.2 renamed them to TORCH_NCCL_* and made the old names deprecated aliases).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -22,10 +23,16 @@ class Variable:
     renamed: tuple[str, str] | None = None
 
 
-def _var(name: str, reader: str, *, before_2_2: str | None = None, debug_only: bool = False,
-         renamed: tuple[str, str] | None = None, **needs: tuple[str, ...]) -> Variable:
-    return Variable(name, reader, before_2_2, {role: frozenset(values) for role, values in needs.items()}, debug_only,
-                    renamed)
+def _var(
+    name: str,
+    reader: str,
+    *,
+    before_2_2: str | None = None,
+    debug_only: bool = False,
+    renamed: tuple[str, str] | None = None,
+    **needs: tuple[str, ...],
+) -> Variable:
+    return Variable(name, reader, before_2_2, {role: frozenset(values) for role, values in needs.items()}, debug_only, renamed)
 
 
 _FLIGHT_RECORDER = {"torch": ("ge-2.5",)}
@@ -33,48 +40,55 @@ _FLIGHT_RECORDER = {"torch": ("ge-2.5",)}
 # libtorch_cuda.so / libtorch_cpu.so); the old names still work there with a one-time deprecation warning.
 # TORCH_NCCL_DUMP_ON_TIMEOUT kept its name.
 
-VARIABLES: dict[str, Variable] = {v.name: v for v in (
-    # NCCL itself
-    _var("NCCL_DEBUG", "NCCL"),
-    _var("NCCL_DEBUG_SUBSYS", "NCCL"),
-    _var("NCCL_DEBUG_FILE", "NCCL"),
-    _var("NCCL_SOCKET_IFNAME", "NCCL"),
-    _var("NCCL_SOCKET_FAMILY", "NCCL"),
-    _var("NCCL_IB_HCA", "NCCL"),
-    _var("NCCL_IB_DISABLE", "NCCL", debug_only=True),
-    _var("NCCL_P2P_DISABLE", "NCCL", debug_only=True),
-    _var("NCCL_P2P_LEVEL", "NCCL"),
-    _var("NCCL_SHM_DISABLE", "NCCL", debug_only=True),
-    # PyTorch c10d / ProcessGroupNCCL
-    _var("TORCH_NCCL_ASYNC_ERROR_HANDLING", "PyTorch", before_2_2="NCCL_ASYNC_ERROR_HANDLING"),
-    _var("TORCH_NCCL_BLOCKING_WAIT", "PyTorch", before_2_2="NCCL_BLOCKING_WAIT"),
-    _var("TORCH_NCCL_DESYNC_DEBUG", "PyTorch", before_2_2="NCCL_DESYNC_DEBUG"),
-    _var("TORCH_NCCL_TRACE_BUFFER_SIZE", "PyTorch Flight Recorder", renamed=("2.8", "TORCH_FR_BUFFER_SIZE"),
-         **_FLIGHT_RECORDER),
-    _var("TORCH_NCCL_DUMP_ON_TIMEOUT", "PyTorch Flight Recorder", **_FLIGHT_RECORDER),
-    _var("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "PyTorch Flight Recorder", renamed=("2.8", "TORCH_FR_DUMP_TEMP_FILE"),
-         **_FLIGHT_RECORDER),
-    _var("TORCH_NCCL_TRACE_CPP_STACK", "PyTorch Flight Recorder", renamed=("2.8", "TORCH_FR_CPP_STACK"),
-         **_FLIGHT_RECORDER),
-    _var("TORCH_NCCL_ENABLE_TIMING", "PyTorch Flight Recorder", **_FLIGHT_RECORDER),
-    _var("TORCH_DISTRIBUTED_DEBUG", "PyTorch"),
-    _var("TORCH_CPP_LOG_LEVEL", "PyTorch"),
-    _var("TORCH_SHOW_CPP_STACKTRACES", "PyTorch"),
-    _var("GLOO_SOCKET_IFNAME", "PyTorch Gloo backend"),
-    _var("MASTER_ADDR", "PyTorch env:// rendezvous"),
-    _var("MASTER_PORT", "PyTorch env:// rendezvous"),
-    _var("TORCH_EXTENSIONS_DIR", "torch.utils.cpp_extension"),
-    _var("MAX_JOBS", "torch.utils.cpp_extension (ninja -j)"),
-    # CUDA, TransformerEngine, UCX, DeepSpeed, Hugging Face
-    _var("CUDA_DEVICE_MAX_CONNECTIONS", "CUDA runtime (required by Megatron-LM TP/SP)"),
-    # Read by initialize_ub() only in TransformerEngine 1.9 to 2.1: 2.2 (commit f8eddcf) groups ranks by
-    # world_rank // tp_size and never reads it (audit #13); hence the te_ub condition.
-    _var("NVTE_UB_SOCKET_IFNAME", "TransformerEngine 1.9-2.1 userbuffers", te_ub=("1.9-2.1",)),
-    _var("UB_SKIPMC", "TransformerEngine userbuffers"),
-    _var("UCX_NET_DEVICES", "UCX (Open MPI's UCX PML)"),
-    _var("DEEPSPEED_TIMEOUT", "deepspeed.init_distributed (minutes)", framework=("deepspeed",)),
-    _var("HF_DATASETS_CACHE", "Hugging Face datasets"),
-)}
+VARIABLES: dict[str, Variable] = {
+    v.name: v
+    for v in (
+        # NCCL itself
+        _var("NCCL_DEBUG", "NCCL"),
+        _var("NCCL_DEBUG_SUBSYS", "NCCL"),
+        _var("NCCL_DEBUG_FILE", "NCCL"),
+        _var("NCCL_SOCKET_IFNAME", "NCCL"),
+        _var("NCCL_SOCKET_FAMILY", "NCCL"),
+        _var("NCCL_IB_HCA", "NCCL"),
+        _var("NCCL_IB_DISABLE", "NCCL", debug_only=True),
+        _var("NCCL_P2P_DISABLE", "NCCL", debug_only=True),
+        _var("NCCL_P2P_LEVEL", "NCCL"),
+        _var("NCCL_SHM_DISABLE", "NCCL", debug_only=True),
+        # PyTorch c10d / ProcessGroupNCCL
+        _var("TORCH_NCCL_ASYNC_ERROR_HANDLING", "PyTorch", before_2_2="NCCL_ASYNC_ERROR_HANDLING"),
+        _var("TORCH_NCCL_BLOCKING_WAIT", "PyTorch", before_2_2="NCCL_BLOCKING_WAIT"),
+        _var("TORCH_NCCL_DESYNC_DEBUG", "PyTorch", before_2_2="NCCL_DESYNC_DEBUG"),
+        _var(
+            "TORCH_NCCL_TRACE_BUFFER_SIZE", "PyTorch Flight Recorder", renamed=("2.8", "TORCH_FR_BUFFER_SIZE"), **_FLIGHT_RECORDER
+        ),
+        _var("TORCH_NCCL_DUMP_ON_TIMEOUT", "PyTorch Flight Recorder", **_FLIGHT_RECORDER),
+        _var(
+            "TORCH_NCCL_DEBUG_INFO_TEMP_FILE",
+            "PyTorch Flight Recorder",
+            renamed=("2.8", "TORCH_FR_DUMP_TEMP_FILE"),
+            **_FLIGHT_RECORDER,
+        ),
+        _var("TORCH_NCCL_TRACE_CPP_STACK", "PyTorch Flight Recorder", renamed=("2.8", "TORCH_FR_CPP_STACK"), **_FLIGHT_RECORDER),
+        _var("TORCH_NCCL_ENABLE_TIMING", "PyTorch Flight Recorder", **_FLIGHT_RECORDER),
+        _var("TORCH_DISTRIBUTED_DEBUG", "PyTorch"),
+        _var("TORCH_CPP_LOG_LEVEL", "PyTorch"),
+        _var("TORCH_SHOW_CPP_STACKTRACES", "PyTorch"),
+        _var("GLOO_SOCKET_IFNAME", "PyTorch Gloo backend"),
+        _var("MASTER_ADDR", "PyTorch env:// rendezvous"),
+        _var("MASTER_PORT", "PyTorch env:// rendezvous"),
+        _var("TORCH_EXTENSIONS_DIR", "torch.utils.cpp_extension"),
+        _var("MAX_JOBS", "torch.utils.cpp_extension (ninja -j)"),
+        # CUDA, TransformerEngine, UCX, DeepSpeed, Hugging Face
+        _var("CUDA_DEVICE_MAX_CONNECTIONS", "CUDA runtime (required by Megatron-LM TP/SP)"),
+        # Read by initialize_ub() only in TransformerEngine 1.9 to 2.1: 2.2 (commit f8eddcf) groups ranks by
+        # world_rank // tp_size and never reads it (audit #13); hence the te_ub condition.
+        _var("NVTE_UB_SOCKET_IFNAME", "TransformerEngine 1.9-2.1 userbuffers", te_ub=("1.9-2.1",)),
+        _var("UB_SKIPMC", "TransformerEngine userbuffers"),
+        _var("UCX_NET_DEVICES", "UCX (Open MPI's UCX PML)"),
+        _var("DEEPSPEED_TIMEOUT", "deepspeed.init_distributed (minutes)", framework=("deepspeed",)),
+        _var("HF_DATASETS_CACHE", "Hugging Face datasets"),
+    )
+}
 
 # Variables that DeepSpeed's multi-node launcher forwards to remote nodes by name prefix
 # (deepspeed/launcher/runner.py EXPORT_ENVS); anything else must go into .deepspeed_env.

@@ -6,6 +6,7 @@ and still shows the step without the bad answer, never a 500. A valid state whos
 (an answer no longer on the path, as a submitted form leaves behind, or keys out of order) is
 redirected to its canonical URL, so the address bar and every link hold only answers that still matter.
 """
+
 from __future__ import annotations
 
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
@@ -73,8 +74,10 @@ def script(request: HtmxHttpRequest, tree_id: str) -> HttpResponse:
     except StateError as err:
         return HttpResponseBadRequest(f"{err}\n", content_type="text/plain; charset=utf-8")
     if resolved.leaf is None:
-        return HttpResponseBadRequest("These answers do not reach a diagnosis yet, so there is no script. "
-                                      f"Next question: {resolved.question.text}\n", content_type="text/plain; charset=utf-8")
+        return HttpResponseBadRequest(
+            f"These answers do not reach a diagnosis yet, so there is no script. Next question: {resolved.question.text}\n",
+            content_type="text/plain; charset=utf-8",
+        )
     response = HttpResponse(script_text(tree, resolved, absolute=request.build_absolute_uri), content_type="text/x-shellscript")
     response["Content-Disposition"] = 'attachment; filename="fix.sh"'
     return response

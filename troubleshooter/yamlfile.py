@@ -1,4 +1,5 @@
 """Read one YAML content file and remember the line of every key, so each problem names its file:line."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

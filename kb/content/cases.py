@@ -1,4 +1,5 @@
 """Read and validate every case file under content/cases/ (pure: no database, no Django)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -11,13 +12,17 @@ from kb.content.errors import ContentError, display_path
 from kb.content.frontmatter import FrontMatter, FrontMatterError, front_matter_split
 from kb.content.rendering import RenderedBody, body_render
 from kb.content.schema import (
-    OPTIONAL_SECTIONS, RENDERED_SECTIONS, REQUIRED_SECTIONS, case_front_matter_check,
+    OPTIONAL_SECTIONS,
+    RENDERED_SECTIONS,
+    REQUIRED_SECTIONS,
+    case_front_matter_check,
 )
 
 
 @dataclass
 class CaseDoc:
     """One validated case: its front matter, rendered body and where it came from."""
+
     slug: str
     meta: dict[str, Any]
     body: RenderedBody
@@ -91,25 +96,45 @@ def _body_check(body: RenderedBody, fm: FrontMatter, shown: str) -> list[Content
         errors.append(ContentError(shown, body_line(fm, anchor), f"heading id '{anchor}' is used twice"))
     for anchor in RENDERED_SECTIONS:
         if anchor in body.ids:
-            errors.append(ContentError(shown, body_line(fm, anchor), f"'#{anchor}' is rendered from the front matter; remove this heading"))
+            errors.append(
+                ContentError(shown, body_line(fm, anchor), f"'#{anchor}' is rendered from the front matter; remove this heading")
+            )
     missing = [a for a in REQUIRED_SECTIONS if a not in level2]
     for anchor in missing:
         errors.append(ContentError(shown, fm.body_line, f"missing required section: a level-2 heading with {{#{anchor}}}"))
     present = [a for a in level2 if a in REQUIRED_SECTIONS]
     if not missing and present != list(REQUIRED_SECTIONS):
-        errors.append(ContentError(shown, fm.body_line, f"required sections must come in this order: {', '.join(REQUIRED_SECTIONS)}"))
+        errors.append(
+            ContentError(shown, fm.body_line, f"required sections must come in this order: {', '.join(REQUIRED_SECTIONS)}")
+        )
     steps = [s.id for s in body.fix_steps()]
     if not steps:
         errors.append(ContentError(shown, body_line(fm, "fix"), "the fix section needs at least one step heading {#fix-1}"))
     elif steps != [f"fix-{n}" for n in range(1, len(steps) + 1)]:
-        errors.append(ContentError(shown, body_line(fm, steps[0]), f"fix steps must be numbered fix-1, fix-2, ... in order; found {', '.join(steps)}"))
+        errors.append(
+            ContentError(
+                shown, body_line(fm, steps[0]), f"fix steps must be numbered fix-1, fix-2, ... in order; found {', '.join(steps)}"
+            )
+        )
     for index, step in enumerate(fm.data.get("steps") or []):
         if step["anchor"] not in steps:
-            errors.append(ContentError(shown, fm.line_of(("steps", index, "anchor")), f"step '{step['anchor']}' is not a fix step of this case (it has {', '.join(steps) or 'none'})"))
+            errors.append(
+                ContentError(
+                    shown,
+                    fm.line_of(("steps", index, "anchor")),
+                    f"step '{step['anchor']}' is not a fix step of this case (it has {', '.join(steps) or 'none'})",
+                )
+            )
     allowed_level2 = set(REQUIRED_SECTIONS) | set(OPTIONAL_SECTIONS)
     for anchor in level2:
         if anchor not in allowed_level2 and anchor not in RENDERED_SECTIONS:
-            errors.append(ContentError(shown, body_line(fm, anchor), f"unknown level-2 section id '{anchor}' (allowed: {', '.join(sorted(allowed_level2))})"))
+            errors.append(
+                ContentError(
+                    shown,
+                    body_line(fm, anchor),
+                    f"unknown level-2 section id '{anchor}' (allowed: {', '.join(sorted(allowed_level2))})",
+                )
+            )
     return errors
 
 
@@ -130,7 +155,13 @@ def _cross_file_check(docs: list[CaseDoc], file_slugs: set[str]) -> list[Content
     for doc in docs:
         for index, alias in enumerate(doc.meta.get("aliases") or []):
             if alias in owner and owner[alias] is not doc:
-                errors.append(ContentError(doc.path, doc.line_of(("aliases", index)), f"alias '{alias}' is already the slug or alias of {owner[alias].path}"))
+                errors.append(
+                    ContentError(
+                        doc.path,
+                        doc.line_of(("aliases", index)),
+                        f"alias '{alias}' is already the slug or alias of {owner[alias].path}",
+                    )
+                )
             owner.setdefault(alias, doc)
         for index, related in enumerate(doc.meta.get("related") or []):
             if related == doc.slug:

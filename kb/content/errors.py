@@ -1,4 +1,5 @@
 """The one error type content problems are reported with: a file, a line and what is wrong."""
+
 from dataclasses import dataclass
 from pathlib import Path
 

@@ -1,4 +1,5 @@
 """Split a content file into YAML front matter and body, keeping line numbers for error messages."""
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,8 +33,8 @@ def front_matter_split(text: str) -> FrontMatter:
             end = len(text) - 4
         else:
             raise FrontMatterError(1, "front matter is not closed by a '---' line")
-    yaml_text = text[4:end + 1]
-    body = text[end + 5:]
+    yaml_text = text[4 : end + 1]
+    body = text[end + 5 :]
     body_line = yaml_text.count("\n") + 3
     data, lines = yaml_parse_with_lines(yaml_text, first_line=2)  # YAML's first line is file line 2
     return FrontMatter(data=data, lines=lines, body=body, body_line=body_line)

@@ -1,4 +1,5 @@
 """Read and validate the known-harmless list, content/harmless/<slug>.yaml (pure: no database)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,7 +33,9 @@ def harmless_files_read(content_dir: Path) -> tuple[list[HarmlessDoc], list[Cont
             continue
         problems = [ContentError(shown, line_of(lines, p), message) for p, message in harmless_check(data)]
         if not problems and data["id"] != path.stem:
-            problems.append(ContentError(shown, line_of(lines, ("id",)), f"id '{data['id']}' must equal the file name '{path.stem}'"))
+            problems.append(
+                ContentError(shown, line_of(lines, ("id",)), f"id '{data['id']}' must equal the file name '{path.stem}'")
+            )
         errors += problems
         if not problems:
             docs.append(HarmlessDoc(slug=data["id"], meta=data, path=shown))

@@ -1,5 +1,6 @@
 """Links in case bodies: each names a page of this site by the URLconf, so a renamed route or a moved case
 is a content error, not a dead link. The one case check that asks Django (kb/content/cases.py stays pure)."""
+
 from __future__ import annotations
 
 import re
@@ -26,8 +27,11 @@ def case_links_check(docs: list[CaseDoc], file_slugs: set[str]) -> list[ContentE
             target = by_slug.get(slug) if slug else None
             line = body_line(doc.front_matter, "", needle=path)
             if not site_page:
-                errors.append(ContentError(doc.path, line, f"link to '{path}' does not point at a page of this site "
-                                                           "(cases live at /kb/<slug>/)"))
+                errors.append(
+                    ContentError(
+                        doc.path, line, f"link to '{path}' does not point at a page of this site (cases live at /kb/<slug>/)"
+                    )
+                )
             elif slug and target is None and slug not in file_slugs:
                 errors.append(ContentError(doc.path, line, f"link to '{path}': there is no case '{slug}'"))
             elif target is not None and anchor and anchor not in target.anchors and anchor != "related":

@@ -1,4 +1,5 @@
 """Write validated content into the database and publish its index and snapshot, all or nothing."""
+
 from __future__ import annotations
 
 import shutil
@@ -93,12 +94,21 @@ def _write_harmless(docs: list[HarmlessDoc]) -> None:
     HarmlessLine.objects.exclude(slug__in=[d.slug for d in docs]).delete()
     for doc in docs:
         meta = doc.meta
-        HarmlessLine.objects.update_or_create(slug=doc.slug, defaults={
-            "title": meta["title"], "pattern": meta["pattern"], "flags": meta.get("flags") or [],
-            "printed_by": meta["printed_by"], "versions": meta.get("versions") or {}, "why": meta["why"],
-            "instead": meta["instead"], "examples": meta["examples"], "references": meta["references"],
-            "source_path": doc.path,
-        })
+        HarmlessLine.objects.update_or_create(
+            slug=doc.slug,
+            defaults={
+                "title": meta["title"],
+                "pattern": meta["pattern"],
+                "flags": meta.get("flags") or [],
+                "printed_by": meta["printed_by"],
+                "versions": meta.get("versions") or {},
+                "why": meta["why"],
+                "instead": meta["instead"],
+                "examples": meta["examples"],
+                "references": meta["references"],
+                "source_path": doc.path,
+            },
+        )
 
 
 def _write_cases(docs: list[CaseDoc]) -> tuple[int, int, int]:
@@ -134,8 +144,9 @@ def _write_cases(docs: list[CaseDoc]) -> tuple[int, int, int]:
         )
         created += was_created
         updated += not was_created
-        tags = [Tag.objects.get_or_create(facet=facet, value=value)[0]
-                for facet, values in meta["tags"].items() for value in values]
+        tags = [
+            Tag.objects.get_or_create(facet=facet, value=value)[0] for facet, values in meta["tags"].items() for value in values
+        ]
         case.tags.set(tags)
         for alias in meta.get("aliases") or []:
             Alias.objects.create(slug=alias, case=case)

@@ -16,6 +16,7 @@ What counts as a name (every rule works on one line at a time and runs in linear
   `run:` snippets (after `|`, `&&`, `||`, `;`, `$(`, and after `sudo`, `env`, `VAR=value`...).
   Shell keywords and builtins are not commands of any software and are not reported.
 """
+
 from __future__ import annotations
 
 import re
@@ -31,11 +32,49 @@ KINDS = ("env", "flag", "mca", "command", "symbol")
 # Prefixes of variables read by the software this knowledge base covers. A token must be longer than
 # its prefix (`NCCL_` alone is a placeholder).
 ENV_PREFIXES = (
-    "NCCL_", "TORCH_", "TORCHELASTIC_", "TORCHINDUCTOR_", "PYTORCH_", "NVTE_", "UB_", "CUDA_", "CUDNN_",
-    "NVIDIA_", "OMPI_", "PMIX_", "PRTE_", "PMI_", "UCX_", "MASTER_", "WORLD_", "LOCAL_", "GROUP_",
-    "ROLE_", "HF_", "HUGGINGFACE_", "TRANSFORMERS_", "ACCELERATE_", "DEEPSPEED_", "DS_", "OMP_",
-    "SLURM_", "SLURMD_", "GLOO_", "MPI_", "NVSHMEM_", "FI_", "LD_", "PYTHON", "MKL_", "KMP_", "TE_",
-    "MEGATRON_", "AUTOTRAIN_", "TRL_", "NVCC_", "NVLS_",
+    "NCCL_",
+    "TORCH_",
+    "TORCHELASTIC_",
+    "TORCHINDUCTOR_",
+    "PYTORCH_",
+    "NVTE_",
+    "UB_",
+    "CUDA_",
+    "CUDNN_",
+    "NVIDIA_",
+    "OMPI_",
+    "PMIX_",
+    "PRTE_",
+    "PMI_",
+    "UCX_",
+    "MASTER_",
+    "WORLD_",
+    "LOCAL_",
+    "GROUP_",
+    "ROLE_",
+    "HF_",
+    "HUGGINGFACE_",
+    "TRANSFORMERS_",
+    "ACCELERATE_",
+    "DEEPSPEED_",
+    "DS_",
+    "OMP_",
+    "SLURM_",
+    "SLURMD_",
+    "GLOO_",
+    "MPI_",
+    "NVSHMEM_",
+    "FI_",
+    "LD_",
+    "PYTHON",
+    "MKL_",
+    "KMP_",
+    "TE_",
+    "MEGATRON_",
+    "AUTOTRAIN_",
+    "TRL_",
+    "NVCC_",
+    "NVLS_",
 )
 ENV_EXACT = frozenset({"RANK", "MAX_JOBS", "WORLD_SIZE", "NPROC_PER_NODE"})
 # Families that share a prefix with variables but are error codes of a C API, never variables.
@@ -44,17 +83,76 @@ NOT_ENV_PREFIXES = ("CUDA_ERROR_", "CUDA_SUCCESS", "MPI_ERR_", "MPI_ERRORS_", "M
 PREFIX_WORDS = frozenset({"OMPI_MCA", "TORCH_NCCL", "TORCH_FR", "NCCL_IB", "NVTE_UB", "SLURM_JOB"})
 
 # Words a shell command line can start with that are not commands of any software.
-SHELL_WORDS = frozenset({
-    "if", "then", "else", "elif", "fi", "for", "in", "do", "done", "while", "until", "case", "esac",
-    "function", "select", "time", "!", "{", "}", "[", "[[", "]]", "]", "export", "local", "set", "unset",
-    "echo", "printf", "cd", "read", "return", "exit", "source", ".", "eval", "exec", "test", "true",
-    "false", "shift", "trap", "wait", "command", "type", "declare", "readonly", "let", "alias", "ulimit",
-    "umask", "break", "continue", "pushd", "popd", "kill", "jobs", "fg", "bg", "hash", ":", "builtin",
-    "shopt", "getopts",
-})
+SHELL_WORDS = frozenset(
+    {
+        "if",
+        "then",
+        "else",
+        "elif",
+        "fi",
+        "for",
+        "in",
+        "do",
+        "done",
+        "while",
+        "until",
+        "case",
+        "esac",
+        "function",
+        "select",
+        "time",
+        "!",
+        "{",
+        "}",
+        "[",
+        "[[",
+        "]]",
+        "]",
+        "export",
+        "local",
+        "set",
+        "unset",
+        "echo",
+        "printf",
+        "cd",
+        "read",
+        "return",
+        "exit",
+        "source",
+        ".",
+        "eval",
+        "exec",
+        "test",
+        "true",
+        "false",
+        "shift",
+        "trap",
+        "wait",
+        "command",
+        "type",
+        "declare",
+        "readonly",
+        "let",
+        "alias",
+        "ulimit",
+        "umask",
+        "break",
+        "continue",
+        "pushd",
+        "popd",
+        "kill",
+        "jobs",
+        "fg",
+        "bg",
+        "hash",
+        ":",
+        "builtin",
+        "shopt",
+        "getopts",
+    }
+)
 # Prefix words after which the next word is the command.
-COMMAND_WRAPPERS = frozenset({"sudo", "env", "nohup", "time", "exec", "command", "xargs", "watch",
-                              "timeout", "!"})
+COMMAND_WRAPPERS = frozenset({"sudo", "env", "nohup", "time", "exec", "command", "xargs", "watch", "timeout", "!"})
 
 _TOKEN = re.compile(r"\\[A-Za-z]|[A-Za-z0-9_]+")
 _FLAG = re.compile(r"(?:^|[\s\"'`(=\[,;|{])(--[a-z][a-z0-9_-]*)")
@@ -222,8 +320,13 @@ def _first_command(segment: str) -> str:
     if not word or word in SHELL_WORDS or word[0] in "$<@-{}>[\\~*=!":
         return ""
     name = word.rsplit("/", 1)[-1] if "/" in word else word
-    if (not name or name.endswith(("()", "{") + SCRIPT_SUFFIXES) or not _COMMAND_NAME.match(name)
-            or name[0].isdigit() or name in SHELL_WORDS):
+    if (
+        not name
+        or name.endswith(("()", "{") + SCRIPT_SUFFIXES)
+        or not _COMMAND_NAME.match(name)
+        or name[0].isdigit()
+        or name in SHELL_WORDS
+    ):
         return ""
     return name
 
@@ -349,5 +452,4 @@ def content_names(content_dir: Path) -> list[Occurrence]:
 
 def unknown_names(occurrences: Iterable[Occurrence], allowed: set[tuple[str, str]]) -> list[Occurrence]:
     """Occurrences whose (name, kind) is not in the allow-list."""
-    return [o for o in occurrences if (o.name, o.kind) not in allowed
-            and not (o.kind == "env" and (o.name, "symbol") in allowed)]
+    return [o for o in occurrences if (o.name, o.kind) not in allowed and not (o.kind == "env" and (o.name, "symbol") in allowed)]

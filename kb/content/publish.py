@@ -6,6 +6,7 @@ Web processes read only `current`, so they never see a half-written build, a bui
 database, or a content/ file that the last load refused. The previous build is kept (a worker may still
 be reading it); older ones and orphans of interrupted loads are removed at the next load.
 """
+
 from __future__ import annotations
 
 import os

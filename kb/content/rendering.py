@@ -4,6 +4,7 @@ Headings keep the explicit ids authors give them ({#fix-1}), so anchors stay sta
 wording of a heading changes. The HTML is cleaned with nh3 even though content is trusted:
 a mistake in a content file must not become script on the page.
 """
+
 from __future__ import annotations
 
 import html
@@ -14,9 +15,41 @@ import markdown
 import nh3
 
 _ALLOWED_TAGS = {
-    "a", "abbr", "blockquote", "br", "code", "dd", "del", "details", "div", "dl", "dt", "em", "h2", "h3", "h4",
-    "h5", "h6", "hr", "kbd", "li", "ol", "p", "pre", "span", "strong", "sub", "summary", "sup", "table",
-    "tbody", "td", "th", "thead", "tr", "ul",
+    "a",
+    "abbr",
+    "blockquote",
+    "br",
+    "code",
+    "dd",
+    "del",
+    "details",
+    "div",
+    "dl",
+    "dt",
+    "em",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "hr",
+    "kbd",
+    "li",
+    "ol",
+    "p",
+    "pre",
+    "span",
+    "strong",
+    "sub",
+    "summary",
+    "sup",
+    "table",
+    "tbody",
+    "td",
+    "th",
+    "thead",
+    "tr",
+    "ul",
 }
 _ALLOWED_ATTRIBUTES = {
     "*": {"class", "id"},

@@ -2,6 +2,7 @@
 
 content/FORMAT.md documents the same rules for authors; change both together.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -19,23 +20,68 @@ FACT_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 TAG_VALUES: dict[str, tuple[str, ...]] = {
     "framework": (
-        "pytorch", "pytorch-fsdp", "pytorch-ddp", "megatron-lm", "transformer-engine", "hf-transformers",
-        "hf-accelerate", "hf-trl", "autotrain-advanced", "peft", "deepspeed", "llama-recipes", "nccl-tests",
+        "pytorch",
+        "pytorch-fsdp",
+        "pytorch-ddp",
+        "megatron-lm",
+        "transformer-engine",
+        "hf-transformers",
+        "hf-accelerate",
+        "hf-trl",
+        "autotrain-advanced",
+        "peft",
+        "deepspeed",
+        "llama-recipes",
+        "nccl-tests",
     ),
     "component": (
-        "nccl", "pytorch-distributed", "torchrun", "tcpstore", "open-mpi", "ucx", "userbuffers", "cpp-extension",
-        "cuda", "infiniband", "ethernet", "pcie", "nvlink", "docker", "kubernetes", "linux-kernel", "filesystem",
+        "nccl",
+        "pytorch-distributed",
+        "torchrun",
+        "tcpstore",
+        "open-mpi",
+        "ucx",
+        "userbuffers",
+        "cpp-extension",
+        "cuda",
+        "infiniband",
+        "ethernet",
+        "pcie",
+        "nvlink",
+        "docker",
+        "kubernetes",
+        "linux-kernel",
+        "filesystem",
     ),
     "phase": (
-        "launch", "rendezvous", "init", "compile", "model-setup", "data-preprocessing", "training", "checkpoint",
+        "launch",
+        "rendezvous",
+        "init",
+        "compile",
+        "model-setup",
+        "data-preprocessing",
+        "training",
+        "checkpoint",
     ),
 }
 
 REFERENCE_KINDS = ("docs", "source", "issue", "pr", "article")
 # Software a version range can name (signatures, fix steps, harmless lines, reviewed_against).
 SOFTWARE = (
-    "pytorch", "nccl", "cuda", "megatron-lm", "transformer-engine", "deepspeed", "accelerate", "transformers",
-    "trl", "huggingface-hub", "autotrain-advanced", "open-mpi", "linux-kernel", "nvidia-driver",
+    "pytorch",
+    "nccl",
+    "cuda",
+    "megatron-lm",
+    "transformer-engine",
+    "deepspeed",
+    "accelerate",
+    "transformers",
+    "trl",
+    "huggingface-hub",
+    "autotrain-advanced",
+    "open-mpi",
+    "linux-kernel",
+    "nvidia-driver",
 )
 SIGNATURE_FLAGS = ("ignorecase",)
 WEIGHT_RANGE = (-10.0, 10.0)
@@ -69,6 +115,7 @@ def _url_check(value: str) -> str | None:
 def _one_of(values: tuple[str, ...]) -> Callable[[Any], str | None]:
     def check(value: Any) -> str | None:
         return None if value in values else f"'{value}' is not one of: {', '.join(values)}"
+
     return check
 
 
@@ -90,14 +137,22 @@ def _software_map_check(value: Any, valid: Callable[[str], bool], mapping_hint: 
 
 def _versions_check(value: Any) -> str | None:
     """`{software: "PEP 440 specifiers"}`, e.g. `{pytorch: ">=2.2,<2.14", nccl: ">=2.24"}`."""
-    return _software_map_check(value, version_spec_valid, "version specifiers, e.g. {pytorch: '>=2.2,<2.14'}",
-                               "a version specifier such as '>=2.2,<2.14'")
+    return _software_map_check(
+        value,
+        version_spec_valid,
+        "version specifiers, e.g. {pytorch: '>=2.2,<2.14'}",
+        "a version specifier such as '>=2.2,<2.14'",
+    )
 
 
 def _version_pins_check(value: Any) -> str | None:
     """`{software: "release"}`: the releases a page was reviewed against."""
-    return _software_map_check(value, lambda version: version_spec_valid("==" + version),
-                               "the versions reviewed against, e.g. {pytorch: '2.14.1'}", "a version such as '2.14.1'")
+    return _software_map_check(
+        value,
+        lambda version: version_spec_valid("==" + version),
+        "the versions reviewed against, e.g. {pytorch: '2.14.1'}",
+        "a version such as '2.14.1'",
+    )
 
 
 EXAMPLE_FIELDS = {
@@ -139,7 +194,11 @@ FRAME_FIELDS = {
 }
 
 STEP_FIELDS = {
-    "anchor": Field("string", required=True, check=lambda v: None if re.match(r"^fix-\d+$", v) else f"'{v}' is not a fix step anchor such as fix-2"),
+    "anchor": Field(
+        "string",
+        required=True,
+        check=lambda v: None if re.match(r"^fix-\d+$", v) else f"'{v}' is not a fix step anchor such as fix-2",
+    ),
     "versions": Field("mapping", check=_versions_check),
     "evidence": Field("strings"),
 }
@@ -150,19 +209,29 @@ CASE_FIELDS: dict[str, Field] = {
     "summary": Field("string", required=True, max_len=600),
     "aliases": Field("strings", check=_slug_check),
     "tags": Field("tags", required=True),
-    "applies_to": Field("objects", required=True, min_items=1, fields={
-        "software": Field("string", required=True, max_len=80),
-        "versions": Field("string", required=True, max_len=120),
-        "note": Field("string", max_len=400),
-    }),
+    "applies_to": Field(
+        "objects",
+        required=True,
+        min_items=1,
+        fields={
+            "software": Field("string", required=True, max_len=80),
+            "versions": Field("string", required=True, max_len=120),
+            "note": Field("string", max_len=400),
+        },
+    ),
     "symptoms": Field("strings", required=True, min_items=1),
     "signatures": Field("objects", required=True, min_items=1, fields=SIGNATURE_FIELDS),
     "related": Field("strings", check=_slug_check),
-    "references": Field("objects", required=True, min_items=3, fields={
-        "title": Field("string", required=True, max_len=200),
-        "url": Field("string", required=True, check=_url_check),
-        "kind": Field("string", required=True, check=_one_of(REFERENCE_KINDS)),
-    }),
+    "references": Field(
+        "objects",
+        required=True,
+        min_items=3,
+        fields={
+            "title": Field("string", required=True, max_len=200),
+            "url": Field("string", required=True, check=_url_check),
+            "kind": Field("string", required=True, check=_one_of(REFERENCE_KINDS)),
+        },
+    ),
     "last_reviewed": Field("date", required=True),
     "reviewed_against": Field("mapping", check=_version_pins_check),
     "guide": Field("bool"),
@@ -182,11 +251,16 @@ HARMLESS_FIELDS: dict[str, Field] = {
     "why": Field("string", required=True, max_len=1200),
     "instead": Field("string", required=True, max_len=800),
     "examples": Field("examples", required=True, min_items=1, fields=EXAMPLE_FIELDS),
-    "references": Field("objects", required=True, min_items=1, fields={
-        "title": Field("string", required=True, max_len=200),
-        "url": Field("string", required=True, check=_url_check),
-        "kind": Field("string", required=True, check=_one_of(REFERENCE_KINDS)),
-    }),
+    "references": Field(
+        "objects",
+        required=True,
+        min_items=1,
+        fields={
+            "title": Field("string", required=True, max_len=200),
+            "url": Field("string", required=True, check=_url_check),
+            "kind": Field("string", required=True, check=_one_of(REFERENCE_KINDS)),
+        },
+    ),
 }
 
 
@@ -204,8 +278,9 @@ def case_front_matter_check(data: Any) -> list[Problem]:
     for index, frame in enumerate(data.get("frames") or []):
         if isinstance(frame, dict):
             problems += frame_check(frame, ("frames", index))
-    evidence_ids = [item.get("id") for key in ("signatures", "conditions", "frames")
-                    for item in data.get(key) or [] if isinstance(item, dict)]
+    evidence_ids = [
+        item.get("id") for key in ("signatures", "conditions", "frames") for item in data.get(key) or [] if isinstance(item, dict)
+    ]
     problems += _duplicates(evidence_ids, ("signatures",), "evidence id (signatures, conditions and frames share one namespace)")
     known = set(evidence_ids)
     for index, step in enumerate(data.get("steps") or []):
@@ -213,7 +288,12 @@ def case_front_matter_check(data: Any) -> list[Problem]:
             continue
         for e_index, ref in enumerate(step.get("evidence") or []):
             if isinstance(ref, str) and ref not in known:
-                problems.append((("steps", index, "evidence", e_index), f"'{ref}' is not the id of a signature, condition or frame of this case"))
+                problems.append(
+                    (
+                        ("steps", index, "evidence", e_index),
+                        f"'{ref}' is not the id of a signature, condition or frame of this case",
+                    )
+                )
     problems += _duplicates([s.get("anchor") for s in data.get("steps") or [] if isinstance(s, dict)], ("steps",), "step anchor")
     return problems
 
@@ -295,8 +375,10 @@ def pattern_risks(pattern: str) -> list[str]:
     except re.error:
         return risks
     if not required_literals(pattern):
-        risks.append("the pattern needs a fixed piece of text (3+ characters) that every match contains, "
-                     "in each alternative, so the engine can skip logs without it")
+        risks.append(
+            "the pattern needs a fixed piece of text (3+ characters) that every match contains, "
+            "in each alternative, so the engine can skip logs without it"
+        )
     if _nested_repeat(parsed, inside_repeat=False):
         risks.append("nested repetition such as (a+)+ can backtrack exponentially; rewrite the pattern")
     return risks

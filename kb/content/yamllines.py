@@ -2,6 +2,7 @@
 
 Shared by case front matter (kb/content/frontmatter.py) and the troubleshooter's tree and script files.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -4,6 +4,7 @@
 matter, the troubleshooter and the templates refer to these names. A condition names one fact and one
 operator, and counts with its weight like a signature when it holds.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,8 +25,11 @@ FACTS: dict[str, tuple[str, str]] = {
     "behind_ranks": ("ints", "ranks whose last completed collective is the lowest"),
     "ranks_disagree": ("bool", "ranks were in different collectives at the same or adjacent SeqNum (a desync)"),
     "first_collective": ("bool", "every rank that timed out was in its process group's first collective"),
-    "object_collective": ("bool", "the timed-out collective is an ALLGATHER of one element per rank (NumelIn=1, NumelOut = group "
-                                  "size): the size exchange all_gather_object and gather_object begin with"),
+    "object_collective": (
+        "bool",
+        "the timed-out collective is an ALLGATHER of one element per rank (NumelIn=1, NumelOut = group "
+        "size): the size exchange all_gather_object and gather_object begin with",
+    ),
     "stage": ("str", "the last progress stage printed before the output stops"),
     "stages_done": ("strs", "stages whose completion marker was printed"),
     "launcher": ("str", "the outermost launcher found: srun, mpirun, deepspeed, accelerate, torchrun"),
@@ -46,7 +50,10 @@ FACTS: dict[str, tuple[str, str]] = {
     "te_version": ("version", "TransformerEngine release"),
     "kernel_version": ("version", "Linux kernel release"),
     "store_timeout_s": ("int", "TCPStore wait that timed out, in seconds"),
-    "first_failure": ("str", "the kind of the earliest failure: sigkill, oom-kill, signal, cuda-error, ecc-error, exception, exit"),
+    "first_failure": (
+        "str",
+        "the kind of the earliest failure: sigkill, oom-kill, signal, cuda-error, ecc-error, exception, exit",
+    ),
     "first_failure_rank": ("int", "the rank of the earliest failure, when the log says"),
     "stack_frames": ("strs", "innermost frames of the pasted stacks, as path:function"),
     "nccl_tests": ("str", "nccl-tests output: header-only (it printed its header and no result row) or results"),
@@ -95,6 +102,7 @@ def condition_problems(condition: dict) -> list[tuple[str, str]]:
         return [(op, "'in' takes a non-empty list")]
     if op == "version":
         from kb.diagnosis.versions import version_spec_valid
+
         if not isinstance(value, str) or not version_spec_valid(value):
             return [(op, f"'{value}' is not a version specifier such as '>=2.14'")]
     if op == "equals" and kind == "bool" and not isinstance(value, bool):
@@ -119,9 +127,18 @@ def conditions_compile(cases: list[dict]) -> list[Condition]:
     for case in cases:
         for cond in case.get("conditions") or []:
             op = next(op for op in OPERATORS if op in cond)
-            compiled.append(Condition(case=case["slug"], id=cond["id"], description=cond["description"],
-                                      fact=cond["fact"], op=op, value=cond[op], weight=float(cond["weight"]),
-                                      anchor=bool(cond.get("anchor", False))))
+            compiled.append(
+                Condition(
+                    case=case["slug"],
+                    id=cond["id"],
+                    description=cond["description"],
+                    fact=cond["fact"],
+                    op=op,
+                    value=cond[op],
+                    weight=float(cond["weight"]),
+                    anchor=bool(cond.get("anchor", False)),
+                )
+            )
     return compiled
 
 

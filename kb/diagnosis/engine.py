@@ -1,6 +1,7 @@
 """Diagnose a job's logs: read each file (repair, signatures, facts, stacks, tool output, first failure),
 merge them into one job model (ranks, world size, stages), then score every case on its line signatures,
 frame signatures and fact conditions, and explain each match with evidence."""
+
 from __future__ import annotations
 
 import time
@@ -15,7 +16,14 @@ from kb.diagnosis.events import Failure, failure_exception
 from kb.diagnosis.facts import BAND_FACTS, GENERIC_FACTS, facts_bounded, rank_facts
 from kb.diagnosis.flight_recorder import FlightRecorderReading, flight_recorder_detect, flight_recorder_read
 from kb.diagnosis.reading import (
-    EVIDENCE_PER_SIGNAL, MAX_HARMLESS, Evidence, FileReading, Harmless, Source, facts_merge, reading_rank_set,
+    EVIDENCE_PER_SIGNAL,
+    MAX_HARMLESS,
+    Evidence,
+    FileReading,
+    Harmless,
+    Source,
+    facts_merge,
+    reading_rank_set,
     source_read,
 )
 from kb.diagnosis.rules import Rules
@@ -29,8 +37,13 @@ CONFIDENT = 0.5
 HALF_SCORE = 6.0  # the score at which a case with an anchor becomes a confident match
 NO_ANCHOR_CAP = 0.45
 # Version facts a step's `versions` are checked against.
-VERSION_FACTS = {"pytorch": "torch_version", "nccl": "nccl_version", "cuda": "cuda_version",
-                 "transformer-engine": "te_version", "linux-kernel": "kernel_version"}
+VERSION_FACTS = {
+    "pytorch": "torch_version",
+    "nccl": "nccl_version",
+    "cuda": "cuda_version",
+    "transformer-engine": "te_version",
+    "linux-kernel": "kernel_version",
+}
 
 
 @dataclass
@@ -70,8 +83,15 @@ def confidence_from(score: float, anchored: bool) -> float:
     return round(value if anchored else min(value, NO_ANCHOR_CAP), 3)
 
 
-def log_diagnose(sources: list[tuple[str, Source]], rules: Rules, *, top: int = 5,
-                 budget_s: float | None = None, workers: int = 1, ranks: dict[str, int] | None = None) -> Diagnosis:
+def log_diagnose(
+    sources: list[tuple[str, Source]],
+    rules: Rules,
+    *,
+    top: int = 5,
+    budget_s: float | None = None,
+    workers: int = 1,
+    ranks: dict[str, int] | None = None,
+) -> Diagnosis:
     """Diagnose one job's logs (one or several files: ranks or nodes; bytes, text, paths or binary file
     objects). A signal counts once per case however many lines or files show it; evidence keeps the first
     few lines of each.
@@ -88,12 +108,12 @@ def log_diagnose(sources: list[tuple[str, Source]], rules: Rules, *, top: int = 
     sources = [source for source, dump in zip(sources, is_dump) if not dump]
     labels = [name if len(sources) > 1 else None for name, _ in sources]
     if workers > 1 and len(sources) > 1 and all(isinstance(data, Path) for _, data in sources):
-        with ProcessPoolExecutor(max_workers=min(workers, len(sources)), mp_context=get_context("fork"),
-                                 initializer=_worker_init, initargs=(rules,)) as pool:
+        with ProcessPoolExecutor(
+            max_workers=min(workers, len(sources)), mp_context=get_context("fork"), initializer=_worker_init, initargs=(rules,)
+        ) as pool:
             readings = list(pool.map(_worker_read, [data for _, data in sources], labels, [deadline] * len(sources)))
     else:
-        readings = [source_read(data, rules, label=label, deadline=deadline)
-                    for (_, data), label in zip(sources, labels)]
+        readings = [source_read(data, rules, label=label, deadline=deadline) for (_, data), label in zip(sources, labels)]
     file_ranks: dict[int, int] = {}
     source_ranks: dict[str, int] = {}
     for (name, _), reading in zip(sources, readings):
@@ -103,8 +123,9 @@ def log_diagnose(sources: list[tuple[str, Source]], rules: Rules, *, top: int = 
             file_ranks[rank] = file_ranks.get(rank, 0) + reading.bytes
             source_ranks[name] = rank
     recorder = flight_recorder_read(dumps) if dumps else None
-    return job_diagnose(readings, rules, top=top, started=started, recorder=recorder, file_ranks=file_ranks,
-                        source_ranks=source_ranks)
+    return job_diagnose(
+        readings, rules, top=top, started=started, recorder=recorder, file_ranks=file_ranks, source_ranks=source_ranks
+    )
 
 
 _worker_rules: Rules | None = None
@@ -121,9 +142,16 @@ def _worker_read(path: Path, label: str | None, deadline: float | None) -> FileR
     return source_read(path, _worker_rules, label=label, deadline=deadline)
 
 
-def job_diagnose(readings: list[FileReading], rules: Rules, *, top: int = 5, started: float | None = None,
-                 recorder: FlightRecorderReading | None = None, file_ranks: dict[int, int] | None = None,
-                 source_ranks: dict[str, int] | None = None) -> Diagnosis:
+def job_diagnose(
+    readings: list[FileReading],
+    rules: Rules,
+    *,
+    top: int = 5,
+    started: float | None = None,
+    recorder: FlightRecorderReading | None = None,
+    file_ranks: dict[int, int] | None = None,
+    source_ranks: dict[str, int] | None = None,
+) -> Diagnosis:
     """Merge the readings of a job's files (in file order), and what the Flight Recorder dumps say, into one
     job model and score every case. `file_ranks` (rank -> bytes of its files, from their paths) says which
     ranks the job has even when they printed nothing: torchrun writes a folder for every local rank."""
@@ -191,20 +219,40 @@ def job_diagnose(readings: list[FileReading], rules: Rules, *, top: int = 5, sta
                     facts.setdefault(key, value)
     elapsed_ms = (time.perf_counter() - started) * 1000
     partial = any(r.partial for r in readings)
-    stats = {"bytes": sum(r.bytes for r in readings), "lines": sum(r.lines for r in readings),
-             "ms": round(elapsed_ms, 1), "files": len(readings), **({"partial": True} if partial else {})}
+    stats = {
+        "bytes": sum(r.bytes for r in readings),
+        "lines": sum(r.lines for r in readings),
+        "ms": round(elapsed_ms, 1),
+        "files": len(readings),
+        **({"partial": True} if partial else {}),
+    }
     facts, cut = facts_bounded(facts)
     if cut:
         stats["facts_cut"] = cut
     repairs = sorted({note for r in readings for note in r.repairs})
     groups_of_stacks = stack_groups(all_stacks)
-    where = rank_groups_build(verdict=verdict, stack_groups=groups_of_stacks,
-                              recorder_groups=recorder.groups if recorder else [], file_ranks=file_ranks or {},
-                              world_size=world_size, matches=[m for m in matches[:top] if m.confidence >= CONFIDENT],
-                              steps=rules.steps, source_ranks=source_ranks)
-    return Diagnosis(matches=matches[:top], facts=facts, verdict=verdict, stats=stats, harmless=harmless,
-                     failure=failure, repairs=repairs, stack_groups=groups_of_stacks, recorder=recorder,
-                     rank_groups=where)
+    where = rank_groups_build(
+        verdict=verdict,
+        stack_groups=groups_of_stacks,
+        recorder_groups=recorder.groups if recorder else [],
+        file_ranks=file_ranks or {},
+        world_size=world_size,
+        matches=[m for m in matches[:top] if m.confidence >= CONFIDENT],
+        steps=rules.steps,
+        source_ranks=source_ranks,
+    )
+    return Diagnosis(
+        matches=matches[:top],
+        facts=facts,
+        verdict=verdict,
+        stats=stats,
+        harmless=harmless,
+        failure=failure,
+        repairs=repairs,
+        stack_groups=groups_of_stacks,
+        recorder=recorder,
+        rank_groups=where,
+    )
 
 
 def _frame_signals(rules: Rules, stacks: list[tuple[Stack, str | None]], per_case: dict[str, dict]) -> None:
@@ -216,19 +264,30 @@ def _frame_signals(rules: Rules, stacks: list[tuple[Stack, str | None]], per_cas
         count = 0
         first: Evidence | None = None
         for stack, source in waiting:
-            for index, name in enumerate(stack.frames[:frame.depth]):
+            for index, name in enumerate(stack.frames[: frame.depth]):
                 match = frame.regex.search(name)
                 if match:
                     count += 1
                     if first is None:
                         where = f" (rank {stack.rank})" if stack.rank is not None else ""
-                        first = Evidence(line=stack.frame_lines[index], text=f"{stack.kind} frame{where}: {name}",
-                                         signal=frame.id, source=source, span=(0, 0))
+                        first = Evidence(
+                            line=stack.frame_lines[index],
+                            text=f"{stack.kind} frame{where}: {name}",
+                            signal=frame.id,
+                            source=source,
+                            span=(0, 0),
+                        )
                     break
         if count:
             entry = per_case.setdefault(frame.case, {"signals": {}, "evidence": []})
-            entry["signals"][frame.id] = {"id": frame.id, "description": frame.description, "weight": frame.weight,
-                                          "anchor": frame.anchor, "count": count, "kind": "frame"}
+            entry["signals"][frame.id] = {
+                "id": frame.id,
+                "description": frame.description,
+                "weight": frame.weight,
+                "anchor": frame.anchor,
+                "count": count,
+                "kind": "frame",
+            }
             entry["evidence"].append(first)
 
 
@@ -240,9 +299,15 @@ def _condition_signals(rules: Rules, facts: dict[str, Any], per_case: dict[str, 
         if entry is None and condition.weight <= 0:
             continue  # evidence against a case nothing else pointed at changes nothing
         entry = per_case.setdefault(condition.case, {"signals": {}, "evidence": []})
-        entry["signals"][condition.id] = {"id": condition.id, "description": condition.description,
-                                          "weight": condition.weight, "anchor": condition.anchor, "count": 1,
-                                          "kind": "condition", "fact": condition.fact}
+        entry["signals"][condition.id] = {
+            "id": condition.id,
+            "description": condition.description,
+            "weight": condition.weight,
+            "anchor": condition.anchor,
+            "count": 1,
+            "kind": "condition",
+            "fact": condition.fact,
+        }
 
 
 def _case_match(slug: str, entry: dict[str, Any], rules: Rules, facts: dict[str, Any]) -> CaseMatch:
@@ -252,9 +317,16 @@ def _case_match(slug: str, entry: dict[str, Any], rules: Rules, facts: dict[str,
     evidence = sorted(entry["evidence"], key=lambda e: (e.source or "", e.line))
     described = [{k: v for k, v in s.items() if k != "anchor"} for s in sorted(signals, key=lambda s: -s["weight"])]
     step, not_for = _fix_step(rules.steps.get(slug, []), {s["id"]: s["weight"] for s in signals}, facts)
-    return CaseMatch(slug=slug, score=score, confidence=confidence_from(score, anchored), evidence=evidence,
-                     signals=described, kind="guide" if slug in rules.guides else "cause",
-                     fix_step=step, steps_not_for_versions=not_for)
+    return CaseMatch(
+        slug=slug,
+        score=score,
+        confidence=confidence_from(score, anchored),
+        evidence=evidence,
+        signals=described,
+        kind="guide" if slug in rules.guides else "cause",
+        fix_step=step,
+        steps_not_for_versions=not_for,
+    )
 
 
 def _fix_step(steps, weights: dict[str, float], facts: dict[str, Any]) -> tuple[str | None, list[str]]:

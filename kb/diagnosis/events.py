@@ -4,6 +4,7 @@ explains the collective timeouts that follow it on the other ranks (cause before
 torchrun's error summary names the first failure itself ("Root Cause (first observed failure)"), and it
 is read first; otherwise the earliest failure line of the log wins.
 """
+
 from __future__ import annotations
 
 import re
@@ -40,9 +41,15 @@ FAILURE_RULES = (
     _rule("ecc-error", r"uncorrectable ECC error encountered"),
     _rule("ecc-error", r"NVRM: Xid \([^)\n]{0,80}\): (?:48|63|64|92|94|95),"),
     _rule("cuda-error", r"NVRM: Xid \([^)\n]{0,80}\): (?:74|79),|GPU has fallen off the bus"),
-    _rule("cuda-error", r"CUDA error: (?:an illegal memory access was encountered|unspecified launch failure|"
-                        r"an illegal instruction was encountered|misaligned address|uncorrectable NVLink error detected)"),
-    _rule("signal", r"Signal (?:4|7|11) \(SIG(?:ILL|BUS|SEGV)\) received by PID \d+|Fatal Python error: (?:Segmentation fault|Bus error)"),
+    _rule(
+        "cuda-error",
+        r"CUDA error: (?:an illegal memory access was encountered|unspecified launch failure|"
+        r"an illegal instruction was encountered|misaligned address|uncorrectable NVLink error detected)",
+    ),
+    _rule(
+        "signal",
+        r"Signal (?:4|7|11) \(SIG(?:ILL|BUS|SEGV)\) received by PID \d+|Fatal Python error: (?:Segmentation fault|Bus error)",
+    ),
 )
 LITERALS = tuple(lit for _, _, lits in FAILURE_RULES for lit in lits) + ("Root Cause (first observed failure)",)
 
@@ -51,15 +58,32 @@ _TABLE_FIELD = re.compile(r"\s{0,40}(?:\[\d+\]:?\s*)?(time|rank|exitcode|traceba
 _EXITCODE = re.compile(r"(-?\d+)")
 _SIGNALS = {-9: "sigkill", -7: "signal", -11: "signal", -4: "signal"}
 # An exception that reports a distributed timeout or abort is the effect, not the cause.
-_EFFECT_WORDS = ("imeout", "timed out", "Timed out", "DistBackendError", "DistNetworkError", "DistStoreError",
-                 "ChildFailedError", "KeyboardInterrupt", "SignalException", "NCCL", "ProcessGroup", "watchdog",
-                 "Connection", "Broken pipe", "SystemExit", "aborted", "Gloo")
+_EFFECT_WORDS = (
+    "imeout",
+    "timed out",
+    "Timed out",
+    "DistBackendError",
+    "DistNetworkError",
+    "DistStoreError",
+    "ChildFailedError",
+    "KeyboardInterrupt",
+    "SignalException",
+    "NCCL",
+    "ProcessGroup",
+    "watchdog",
+    "Connection",
+    "Broken pipe",
+    "SystemExit",
+    "aborted",
+    "Gloo",
+)
 _RANK_NEAR = re.compile(rf"{TORCHRUN_PREFIX}|\[Rank (\d{{1,5}})\]|{TAG_OUTPUT_PREFIX}|\brank[ :=]{{1,3}}(\d{{1,5}})\b")
-_TIME = re.compile(r"(\d{4}-\d\d-\d\d[T _]\d\d:\d\d:\d\d)|[EWIF](\d{4} \d\d:\d\d:\d\d)|\[(\w{3} \w{3} {1,2}\d{1,2} \d\d:\d\d:\d\d \d{4})\]")
+_TIME = re.compile(
+    r"(\d{4}-\d\d-\d\d[T _]\d\d:\d\d:\d\d)|[EWIF](\d{4} \d\d:\d\d:\d\d)|\[(\w{3} \w{3} {1,2}\d{1,2} \d\d:\d\d:\d\d \d{4})\]"
+)
 
 
-def first_failure(scanner: TextScanner, lines: LineLocator, stacks: list[Stack],
-                  source: str | None = None) -> Failure | None:
+def first_failure(scanner: TextScanner, lines: LineLocator, stacks: list[Stack], source: str | None = None) -> Failure | None:
     """The failure that came first in one text: torchrun's own root cause when it printed one, else the
     earliest failure line or non-distributed exception."""
     root = _root_cause(scanner, lines, source)
@@ -71,8 +95,9 @@ def first_failure(scanner: TextScanner, lines: LineLocator, stacks: list[Stack],
         if match:
             offset = match.start()
             line_text = lines.line_text(offset, limit=300)
-            found.append((offset, Failure(kind, lines.line_number(offset), line_text, _rank_in(line_text),
-                                          _time_in(line_text), source)))
+            found.append(
+                (offset, Failure(kind, lines.line_number(offset), line_text, _rank_in(line_text), _time_in(line_text), source))
+            )
     for stack in stacks:
         if failure_exception(stack):
             offset = stack.offset
@@ -107,8 +132,15 @@ def _root_cause(scanner: TextScanner, lines: LineLocator, source: str | None) ->
         return None
     exitcode = chosen["exitcode"]
     kind = _SIGNALS.get(exitcode, "exit" if exitcode > 0 else "signal")
-    return Failure(kind, lines.line_number(chosen["offset"]), f"exitcode {exitcode}: {chosen.get('traceback', '')}"[:300],
-                   chosen.get("rank"), chosen.get("time"), source, start_line=lines.line_number(span[0]))
+    return Failure(
+        kind,
+        lines.line_number(chosen["offset"]),
+        f"exitcode {exitcode}: {chosen.get('traceback', '')}"[:300],
+        chosen.get("rank"),
+        chosen.get("time"),
+        source,
+        start_line=lines.line_number(span[0]),
+    )
 
 
 def _table_entries(text: str, start: int, end: int | None, limit: int = 16) -> list[dict]:

@@ -3,6 +3,7 @@
 Each rule is a pattern, a required literal for a fast pre-check, and how to keep its captures.
 The watchdog lines get their own parser because they feed the per-rank table.
 """
+
 from __future__ import annotations
 
 import functools
@@ -15,17 +16,41 @@ from kb.diagnosis.text import SRUN_LABEL_PREFIX, TAG_OUTPUT_PREFIX, LineLocator
 
 
 # Fact names the engine computes itself; signature named groups may not reuse them.
-GENERIC_FACTS = frozenset({
-    "nccl_version", "torch_version", "cuda_version", "te_version", "kernel_version", "interfaces", "transport",
-    "p2p_channels", "hosts", "world_size", "store_timeout_s", "process_groups", "launcher", "launchers",
-    "frameworks", "stage", "op_type", "timeout_ms", "ran_for_ms", "seq_num", "timed_out_ranks", "ranks",
-    "nccl_versions", "torch_band", "nccl_band",
-})
+GENERIC_FACTS = frozenset(
+    {
+        "nccl_version",
+        "torch_version",
+        "cuda_version",
+        "te_version",
+        "kernel_version",
+        "interfaces",
+        "transport",
+        "p2p_channels",
+        "hosts",
+        "world_size",
+        "store_timeout_s",
+        "process_groups",
+        "launcher",
+        "launchers",
+        "frameworks",
+        "stage",
+        "op_type",
+        "timeout_ms",
+        "ran_for_ms",
+        "seq_num",
+        "timed_out_ranks",
+        "ranks",
+        "nccl_versions",
+        "torch_band",
+        "nccl_band",
+    }
+)
 
 
 @dataclass(frozen=True)
 class Pattern:
     """A compiled line pattern with the literals a scanner needs to find its candidate lines."""
+
     name: str
     regex: re.Pattern
     literals: tuple[str, ...]
@@ -60,8 +85,12 @@ FACT_RULES: tuple[Pattern, ...] = (
     _rule("p2p_channels", r" via (P2P/\w+)", "set"),
     # NCCL's "host:pid:tid [dev] NCCL" head, after a launcher's line prefix if any (torchrun's [default0]:,
     # mpirun --tag-output, srun --label, deepspeed's "host: ", a bracketed timestamp)
-    _rule("hosts", r"^(?:\[[^\]\n]{1,40}\] |\[(?:default|rank)\d{1,5}\]: ?|\[\d{1,5},\d{1,5}\]<std(?:out|err)>: ?"
-                   r"|[\w.-]{1,64}: )?([A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] NCCL", "set"),
+    _rule(
+        "hosts",
+        r"^(?:\[[^\]\n]{1,40}\] |\[(?:default|rank)\d{1,5}\]: ?|\[\d{1,5},\d{1,5}\]<std(?:out|err)>: ?"
+        r"|[\w.-]{1,64}: )?([A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] NCCL",
+        "set",
+    ),
     _rule("world_size", r"\bnranks (\d+)", "max"),
     _rule("world_size", r"[Ww]orld[ _]size[:= ]{1,3}(\d+)", "max"),
     _rule("world_size", r"\bWORLD_SIZE[=:] ?'?(\d+)", "max"),
@@ -74,90 +103,110 @@ FACT_RULES: tuple[Pattern, ...] = (
 )
 
 # Launchers, in the order a wrapper usually nests them; the first one found in the log is reported.
-LAUNCHERS = _table((
-    ("srun", r"\bsrun\b|slurmstepd"),
-    ("mpirun", r"\bmpirun\b|\bmpiexec\b|\bprterun\b"),
-    ("deepspeed", r"^\S{0,120}\s{0,8}\$?\s{0,8}deepspeed\s|deepspeed\.launcher|\[launch\.py:\d+:main\]"),
-    ("accelerate", r"accelerate launch|'accelerate', 'launch'|accelerate\.commands\.launch"),
-    ("torchrun", r"\btorchrun\b|torch\.distributed\.run|torch/distributed/run\.py|torch\.distributed\.elastic"),
-))
+LAUNCHERS = _table(
+    (
+        ("srun", r"\bsrun\b|slurmstepd"),
+        ("mpirun", r"\bmpirun\b|\bmpiexec\b|\bprterun\b"),
+        ("deepspeed", r"^\S{0,120}\s{0,8}\$?\s{0,8}deepspeed\s|deepspeed\.launcher|\[launch\.py:\d+:main\]"),
+        ("accelerate", r"accelerate launch|'accelerate', 'launch'|accelerate\.commands\.launch"),
+        ("torchrun", r"\btorchrun\b|torch\.distributed\.run|torch/distributed/run\.py|torch\.distributed\.elastic"),
+    )
+)
 
-FRAMEWORKS = _table((
-    ("megatron-lm", r"[Mm]egatron|pretrain_gpt\.py"),
-    ("transformer-engine", r"transformer_engine|TransformerEngine|\[UB\]|UB_TIMEOUT"),
-    ("autotrain-advanced", r"autotrain"),
-    ("hf-accelerate", r"\baccelerate\b"),
-    ("hf-transformers", r"transformers/|\*\*\*\*\* Running training \*\*\*\*\*"),
-    ("hf-trl", r"\btrl\b|SFTTrainer"),
-    ("deepspeed", r"[Dd]eep[Ss]peed"),
-    ("pytorch-fsdp", r"FullyShardedDataParallel|--enable_fsdp|\bfsdp\b|FSDP"),
-    ("pytorch-ddp", r"DistributedDataParallel"),
-    ("llama-recipes", r"llama[-_]recipes|llama[-_]cookbook"),
-    ("peft", r"\bpeft\b|LoRA|lora_"),
-    ("nccl-tests", r"(?:all_reduce|all_gather|broadcast|reduce_scatter|alltoall|sendrecv)_perf"),
-))
+FRAMEWORKS = _table(
+    (
+        ("megatron-lm", r"[Mm]egatron|pretrain_gpt\.py"),
+        ("transformer-engine", r"transformer_engine|TransformerEngine|\[UB\]|UB_TIMEOUT"),
+        ("autotrain-advanced", r"autotrain"),
+        ("hf-accelerate", r"\baccelerate\b"),
+        ("hf-transformers", r"transformers/|\*\*\*\*\* Running training \*\*\*\*\*"),
+        ("hf-trl", r"\btrl\b|SFTTrainer"),
+        ("deepspeed", r"[Dd]eep[Ss]peed"),
+        ("pytorch-fsdp", r"FullyShardedDataParallel|--enable_fsdp|\bfsdp\b|FSDP"),
+        ("pytorch-ddp", r"DistributedDataParallel"),
+        ("llama-recipes", r"llama[-_]recipes|llama[-_]cookbook"),
+        ("peft", r"\bpeft\b|LoRA|lora_"),
+        ("nccl-tests", r"(?:all_reduce|all_gather|broadcast|reduce_scatter|alltoall|sendrecv)_perf"),
+    )
+)
 
 # Progress markers: the last one printed says how far the job got before it stopped.
-STAGES = _table((
-    ("initializing torch distributed", r"> initializing torch distributed"),
-    ("compiling dataset index builder", r"> compiling dataset index builder"),
-    ("compiling and loading fused kernels", r"> compiling and loading fused kernels"),
-    ("building model", r"building \w+ model|> building the model"),
-    ("loading checkpoint", r"[Ll]oading checkpoint"),
-    ("tokenizing dataset", r"Running tokenizer on dataset|Tokenizing|Grouping texts in chunks"),
-    ("creating trainer", r"creating trainer"),
-    ("userbuffers setup", r"\[UB\]|UB_TIMEOUT is set|\[UBP2P\]"),
-    ("training", r"\*\*\*\*\* Running training \*\*\*\*\*| iteration +\d+/ *\d+ \||\{'loss': [\d.]+, '(?:grad_norm|learning_rate)'"),
-    ("saving checkpoint", r"[Ss]aving (?:model |latest |last )?checkpoint|saving checkpoint at iteration"
-                          r"|Saving (?:model|Optimizer state|current state) to \S{0,300}(?:pytorch_model|optimizer|checkpoint)"
-                          # accelerate's save_state with DeepSpeed; DeepSpeed's torch checkpoint engine at commit
-                          r"|Saving DeepSpeed Model and Optimizer|\[Torch\] Checkpoint \S{1,200} is ready now!"),
-    ("building extension", r"Building extension module|Emitting ninja build file|PyTorch extensions root"),
-    ("building datasets", r"> building train, validation, and test datasets"),
-    ("building dataset indices", r"building the indices on rank 0|Build and save the (?:document|sample|shuffle) index"),
-))
+STAGES = _table(
+    (
+        ("initializing torch distributed", r"> initializing torch distributed"),
+        ("compiling dataset index builder", r"> compiling dataset index builder"),
+        ("compiling and loading fused kernels", r"> compiling and loading fused kernels"),
+        ("building model", r"building \w+ model|> building the model"),
+        ("loading checkpoint", r"[Ll]oading checkpoint"),
+        ("tokenizing dataset", r"Running tokenizer on dataset|Tokenizing|Grouping texts in chunks"),
+        ("creating trainer", r"creating trainer"),
+        ("userbuffers setup", r"\[UB\]|UB_TIMEOUT is set|\[UBP2P\]"),
+        (
+            "training",
+            r"\*\*\*\*\* Running training \*\*\*\*\*| iteration +\d+/ *\d+ \||\{'loss': [\d.]+, '(?:grad_norm|learning_rate)'",
+        ),
+        (
+            "saving checkpoint",
+            r"[Ss]aving (?:model |latest |last )?checkpoint|saving checkpoint at iteration"
+            r"|Saving (?:model|Optimizer state|current state) to \S{0,300}(?:pytorch_model|optimizer|checkpoint)"
+            # accelerate's save_state with DeepSpeed; DeepSpeed's torch checkpoint engine at commit
+            r"|Saving DeepSpeed Model and Optimizer|\[Torch\] Checkpoint \S{1,200} is ready now!",
+        ),
+        ("building extension", r"Building extension module|Emitting ninja build file|PyTorch extensions root"),
+        ("building datasets", r"> building train, validation, and test datasets"),
+        ("building dataset indices", r"building the indices on rank 0|Build and save the (?:document|sample|shuffle) index"),
+    )
+)
 
 # Markers that a stage finished: the job got past it, so it is not where the job hangs.
-STAGES_DONE = _table((
-    ("compiling and loading fused kernels", r">>> done with compiling and loading fused kernels"),
-    ("compiling dataset index builder", r">>> done with dataset index builder"),
-    ("initializing torch distributed", r"> initialized tensor model parallel with size"),
-    ("building datasets", r"> finished creating \w+ datasets"),
-    ("creating trainer", r"\*\*\*\*\* Running training \*\*\*\*\*"),
-))
+STAGES_DONE = _table(
+    (
+        ("compiling and loading fused kernels", r">>> done with compiling and loading fused kernels"),
+        ("compiling dataset index builder", r">>> done with dataset index builder"),
+        ("initializing torch distributed", r"> initialized tensor model parallel with size"),
+        ("building datasets", r"> finished creating \w+ datasets"),
+        ("creating trainer", r"\*\*\*\*\* Running training \*\*\*\*\*"),
+    )
+)
 
 # Wording that dates a release when no version line is printed: (software, the releases that print it, pattern).
 # From the audit of release wheels and source tags (shared/research/audit-2026-11.md, "message history").
 VERSION_WORDING: tuple[tuple[str, str, Pattern], ...] = tuple(
-    (software, spec, _rule(f"{software} {spec}", pattern)) for software, spec, pattern in (
-    ("pytorch", ">=2.1", r"WorkNCCL\(SeqNum=\d+, OpType=\w+, NumelIn="),
-    ("pytorch", "<2.1", r"WorkNCCL\(SeqNum=\d+, OpType=\w+, Timeout\(ms\)="),
-    ("pytorch", "<2.3", r"NCCL watchdog thread terminated with exception"),
-    ("pytorch", ">=2.3", r"Process group watchdog thread terminated with exception"),
-    ("pytorch", ">=2.3,<2.6", r"Timeout at NCCL work: \d+, last enqueued NCCL work"),
-    ("pytorch", ">=2.4,<2.6", r"Exception \(either an error or timeout\) detected by watchdog at work"),
-    ("pytorch", ">=2.5", r"\[PG ID \d+ PG GUID |Received a dump signal due to a collective timeout from"),
-    ("pytorch", ">=2.6", r"failure detected by watchdog at work sequence id|Stack trace of the failed collective not found"),
-    ("nccl", "<2.24", r"NCCL INFO Bootstrap : Using"),
-    ("nccl", ">=2.24", r"NCCL INFO Bootstrap: Using"),
-))
+    (software, spec, _rule(f"{software} {spec}", pattern))
+    for software, spec, pattern in (
+        ("pytorch", ">=2.1", r"WorkNCCL\(SeqNum=\d+, OpType=\w+, NumelIn="),
+        ("pytorch", "<2.1", r"WorkNCCL\(SeqNum=\d+, OpType=\w+, Timeout\(ms\)="),
+        ("pytorch", "<2.3", r"NCCL watchdog thread terminated with exception"),
+        ("pytorch", ">=2.3", r"Process group watchdog thread terminated with exception"),
+        ("pytorch", ">=2.3,<2.6", r"Timeout at NCCL work: \d+, last enqueued NCCL work"),
+        ("pytorch", ">=2.4,<2.6", r"Exception \(either an error or timeout\) detected by watchdog at work"),
+        ("pytorch", ">=2.5", r"\[PG ID \d+ PG GUID |Received a dump signal due to a collective timeout from"),
+        ("pytorch", ">=2.6", r"failure detected by watchdog at work sequence id|Stack trace of the failed collective not found"),
+        ("nccl", "<2.24", r"NCCL INFO Bootstrap : Using"),
+        ("nccl", ">=2.24", r"NCCL INFO Bootstrap: Using"),
+    )
+)
 BAND_FACTS = {"pytorch": "torch_band", "nccl": "nccl_band"}
 
 WATCHDOG_RE = re.compile(
     r"(?:\[PG (?:ID )?(?P<pg>\d+)[^\]\n]{0,80}? )?"
     r"Rank (?P<rank>\d+)\] Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), "
     r"OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel_in>-?\d+), NumelOut=(?P<numel_out>-?\d+))?"
-    r"[^)\n]{0,200}?, Timeout\(ms\)=(?P<timeout>\d+)\) ran for (?P<ran>\d+) milliseconds")
+    r"[^)\n]{0,200}?, Timeout\(ms\)=(?P<timeout>\d+)\) ran for (?P<ran>\d+) milliseconds"
+)
 # PyTorch 2.3 prints "Timeout at NCCL work"; 2.4+ adds "Exception (either an error or timeout) detected by
 # watchdog at work"; newer code says "NCCL error is detected by watchdog at work" for errors.
 PROGRESS_RE = re.compile(
     r"Rank (?P<rank>\d+)\] (?:Timeout at NCCL work|Exception \(either an error or timeout\) detected by watchdog "
     r"at work|NCCL error is detected by watchdog at work|[^\n]{0,60}?failure detected by watchdog at work sequence id)"
     r": (?P<seq>\d+)[^\n]{0,80}? last enqueued (?:NCCL )?work: (?P<enqueued>-?\d+), "
-    r"last completed (?:NCCL )?work: (?P<completed>-?\d+)")
+    r"last completed (?:NCCL )?work: (?P<completed>-?\d+)"
+)
 # TORCH_DISTRIBUTED_DEBUG=DETAIL logs each collective each rank runs (ProcessGroupWrapper.cpp, INFO).
-FINGERPRINT_RE = re.compile(r"\[Rank (?P<rank>\d+)\] Running collective: CollectiveFingerPrint\(SequenceNumber=(?P<seq>\d+), "
-                            r"OpType=(?P<op>\w+)")
+FINGERPRINT_RE = re.compile(
+    r"\[Rank (?P<rank>\d+)\] Running collective: CollectiveFingerPrint\(SequenceNumber=(?P<seq>\d+), "
+    r"OpType=(?P<op>\w+)"
+)
 RANK_PREFIX_RE = re.compile(r"\[rank(\d+)\]:")
 # PyTorch >= 2.2 prefixes each line with "[rankN]:"; checking these as literals in the scanner's one pass
 # is far cheaper than collecting every prefix of a long log.
@@ -189,7 +238,13 @@ def fact_literals() -> frozenset[tuple[str, bool]]:
     """Every literal the fact rules look for, so a scanner can check them all in one pass."""
     patterns = FACT_RULES + LAUNCHERS + FRAMEWORKS + STAGES + STAGES_DONE + tuple(p for _, _, p in VERSION_WORDING)
     found = {(lit, False) for p in patterns for lit in p.literals}
-    extra = WATCHDOG_LITERALS + PROGRESS_LITERALS + FINGERPRINT_LITERALS + RANK_PREFIXES + ("--nproc", "--num_gpus", "]<stderr>:", "]<stdout>:")
+    extra = (
+        WATCHDOG_LITERALS
+        + PROGRESS_LITERALS
+        + FINGERPRINT_LITERALS
+        + RANK_PREFIXES
+        + ("--nproc", "--num_gpus", "]<stderr>:", "]<stdout>:")
+    )
     return frozenset(found | {(lit, False) for lit in extra})
 
 
@@ -303,7 +358,7 @@ def facts_bounded(facts: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
 
 def _bounded(value: Any) -> Any:
     if isinstance(value, str):
-        return value if len(value) <= MAX_FACT_CHARS else value[:MAX_FACT_CHARS - 1] + "…"
+        return value if len(value) <= MAX_FACT_CHARS else value[: MAX_FACT_CHARS - 1] + "…"
     if isinstance(value, list):
         return [_bounded(v) for v in value[:MAX_FACT_VALUES]]
     if isinstance(value, dict):

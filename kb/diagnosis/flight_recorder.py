@@ -17,6 +17,7 @@ The pickle holds only dicts, lists, tuples, strings, numbers, bools and None; th
 global, so a crafted file cannot import or call anything. The dump does not name its own rank: it comes from
 the file name (the writer appends the rank to its prefix), as torch/distributed/flight_recorder's loader reads it.
 """
+
 from __future__ import annotations
 
 import io
@@ -36,11 +37,11 @@ SUPPORTED_VERSIONS: dict[str, str] = {
     "2.9": "PyTorch 2.8",
     "2.10": "PyTorch 2.9-2.13",
 }
-MAX_DUMP_BYTES = 256 * 1024 ** 2
+MAX_DUMP_BYTES = 256 * 1024**2
 # Entries read per rank; the recorder keeps 2000 by default (TORCH_NCCL_TRACE_BUFFER_SIZE, TORCH_FR_BUFFER_SIZE).
 MAX_ENTRIES = 20_000
 MAX_FRAMES = 64
-MAX_NODES = 5_000_000     # values visited when checking a loaded dump's types
+MAX_NODES = 5_000_000  # values visited when checking a loaded dump's types
 _PICKLE_KEYS = (b"version", b"entries")
 _JSON_KEYS = (b'"version"', b'"pg_config"')
 _TORCH_FRAME_RE = re.compile(r"(?:^|/)torch/(?:distributed|nn/parallel|_dynamo|utils/_contextlib)/")
@@ -61,8 +62,10 @@ class _NoGlobalsUnpickler(pickle.Unpickler):
     """Loads plain data only: every global (class, function, module attribute) is refused."""
 
     def find_class(self, module: str, name: str):
-        raise _GlobalAsked(f"{module}.{name}", f"the pickle asks for the global {module}.{name}; a Flight Recorder "
-                           "dump holds plain data only, so it was not loaded")
+        raise _GlobalAsked(
+            f"{module}.{name}",
+            f"the pickle asks for the global {module}.{name}; a Flight Recorder dump holds plain data only, so it was not loaded",
+        )
 
     def persistent_load(self, pid):
         raise _GlobalAsked("a persistent id", "the pickle uses persistent ids; a Flight Recorder dump does not")
@@ -78,8 +81,20 @@ def pickle_global_asked(data: bytes) -> str | None:
         _NoGlobalsUnpickler(io.BytesIO(data)).load()
     except _GlobalAsked as asked:
         return asked.what
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError,
-            OverflowError, MemoryError, RecursionError, struct.error, UnicodeDecodeError):
+    except (
+        pickle.UnpicklingError,
+        EOFError,
+        ValueError,
+        TypeError,
+        IndexError,
+        KeyError,
+        AttributeError,
+        OverflowError,
+        MemoryError,
+        RecursionError,
+        struct.error,
+        UnicodeDecodeError,
+    ):
         return None
     return None
 
@@ -108,8 +123,19 @@ def flight_recorder_load(data: bytes) -> dict[str, Any]:
             loaded = _NoGlobalsUnpickler(io.BytesIO(data)).load()
         except pickle.UnpicklingError as error:
             raise FlightRecorderError(f"refused: {error}") from None
-        except (EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError, OverflowError,
-                MemoryError, RecursionError, struct.error, UnicodeDecodeError) as error:
+        except (
+            EOFError,
+            ValueError,
+            TypeError,
+            IndexError,
+            KeyError,
+            AttributeError,
+            OverflowError,
+            MemoryError,
+            RecursionError,
+            struct.error,
+            UnicodeDecodeError,
+        ) as error:
             raise FlightRecorderError(f"not a readable pickle ({type(error).__name__}: {error})") from None
     else:
         try:
@@ -147,6 +173,7 @@ def _check_plain(value: Any) -> None:
 
 
 # ---- one rank's dump, normalised ------------------------------------------------------------------
+
 
 @dataclass
 class _Entry:
@@ -230,18 +257,31 @@ def _dump_normalise(rank: int, loaded: dict[str, Any]) -> _Dump:
         state = str(item.get("state", "") or "")
         # Gloo has no device events: its entries stay "scheduled" and are retired when the work ends.
         done = state == "completed" or (name.startswith("gloo:") and item.get("retired") is True)
-        entries.append(_Entry(pg=pg, pg_desc=desc, seq=seq, op=op, name=name,
-                              input_sizes=item.get("input_sizes"), output_sizes=item.get("output_sizes"),
-                              input_dtypes=item.get("input_dtypes"), output_dtypes=item.get("output_dtypes"),
-                              state=state, done=done, frames=_frames(item.get("frames"))))
+        entries.append(
+            _Entry(
+                pg=pg,
+                pg_desc=desc,
+                seq=seq,
+                op=op,
+                name=name,
+                input_sizes=item.get("input_sizes"),
+                output_sizes=item.get("output_sizes"),
+                input_dtypes=item.get("input_dtypes"),
+                output_dtypes=item.get("output_dtypes"),
+                state=state,
+                done=done,
+                frames=_frames(item.get("frames")),
+            )
+        )
     return _Dump(rank=rank, version=version, entries=entries, pg_ranks=pg_ranks, pg_desc=pg_desc)
 
 
 # ---- all ranks together ----------------------------------------------------------------------------
 
+
 @dataclass
 class FlightRecorderReading:
-    facts: dict[str, Any]        # fr_missing_ranks, fr_mismatch, fr_all_started_first, fr_pg_count
+    facts: dict[str, Any]  # fr_missing_ranks, fr_mismatch, fr_all_started_first, fr_pg_count
     groups: list[dict[str, Any]]  # {ranks, where, state, odd, frames}, largest first
     summary: str
     process_groups: list[dict[str, Any]] = field(default_factory=list)  # per group: where it diverges, if it does
@@ -299,10 +339,15 @@ def flight_recorder_read(dumps: Iterable[Any]) -> FlightRecorderReading:
             notes.append(f"process group {res['pg']}: no dump for rank(s) {_ranks_text(res['no_dump'])}")
     focus = _focus(results)
     groups = focus["groups"] if focus else []
-    return FlightRecorderReading(facts=facts, groups=groups, summary=_summary(focus, read, results),
-                                 process_groups=[{k: v for k, v in r.items() if k != "groups"} for r in results],
-                                 notes=notes, ranks=sorted(read),
-                                 version=versions.most_common(1)[0][0] if versions else None)
+    return FlightRecorderReading(
+        facts=facts,
+        groups=groups,
+        summary=_summary(focus, read, results),
+        process_groups=[{k: v for k, v in r.items() if k != "groups"} for r in results],
+        notes=notes,
+        ranks=sorted(read),
+        version=versions.most_common(1)[0][0] if versions else None,
+    )
 
 
 def _process_groups(read: dict[int, _Dump]) -> dict[str, dict[str, Any]]:
@@ -359,9 +404,20 @@ def _diverge(pg: str, info: dict[str, Any], read: dict[int, _Dump]) -> dict[str,
     if not firsts:
         return None
     start, end = max(firsts), max(lasts.values())  # below `start` some rank's ring buffer no longer holds entries
-    result = {"pg": pg, "desc": info["desc"], "ranks": members, "no_dump": [r for r in members if r not in read],
-              "seq": None, "op": None, "missing": [], "mismatched": [], "pending": {}, "frames": {},
-              "all_started_first": False, "groups": []}
+    result = {
+        "pg": pg,
+        "desc": info["desc"],
+        "ranks": members,
+        "no_dump": [r for r in members if r not in read],
+        "seq": None,
+        "op": None,
+        "missing": [],
+        "mismatched": [],
+        "pending": {},
+        "frames": {},
+        "all_started_first": False,
+        "groups": [],
+    }
     for seq in range(start, end + 1):
         present = {r: per_rank[r][seq] for r in have if seq in per_rank[r]}
         missing = [r for r in have if r not in present]
@@ -374,22 +430,48 @@ def _diverge(pg: str, info: dict[str, Any], read: dict[int, _Dump]) -> dict[str,
         pending = {r: e.state or "scheduled" for r, e in present.items() if not e.done}
         if not (missing or mismatched or pending):
             continue
-        result.update(seq=seq, op=common[0], missing=missing, mismatched=sorted(mismatched), pending=pending,
-                      frames={r: call_site(e.frames) for r, e in present.items() if e.frames})
-        result["all_started_first"] = (seq == 1 and not missing and not mismatched and not result["no_dump"]
-                                       and len(pending) == len(have)
-                                       and all(state == "started" for state in pending.values()))
+        result.update(
+            seq=seq,
+            op=common[0],
+            missing=missing,
+            mismatched=sorted(mismatched),
+            pending=pending,
+            frames={r: call_site(e.frames) for r, e in present.items() if e.frames},
+        )
+        result["all_started_first"] = (
+            seq == 1
+            and not missing
+            and not mismatched
+            and not result["no_dump"]
+            and len(pending) == len(have)
+            and all(state == "started" for state in pending.values())
+        )
         result["groups"] = _groups_at(pg, info["desc"], seq, present, missing, mismatched, per_rank, common)
         return result
     last_op = next((e.op for e in per_rank[have[0]].values() if e.seq == end), "?")
-    result["groups"] = [{"ranks": have, "where": f"{last_op} #{end} {_pg_text(pg, info['desc'])}", "state": "completed",
-                         "odd": False, "frames": []}]
+    result["groups"] = [
+        {
+            "ranks": have,
+            "where": f"{last_op} #{end} {_pg_text(pg, info['desc'])}",
+            "state": "completed",
+            "odd": False,
+            "frames": [],
+        }
+    ]
     result["healthy"] = True
     return result
 
 
-def _groups_at(pg: str, desc: str, seq: int, present: dict[int, _Entry], missing: list[int],
-               mismatched: list[int], per_rank: dict[int, dict[int, _Entry]], common: tuple) -> list[dict[str, Any]]:
+def _groups_at(
+    pg: str,
+    desc: str,
+    seq: int,
+    present: dict[int, _Entry],
+    missing: list[int],
+    mismatched: list[int],
+    per_rank: dict[int, dict[int, _Entry]],
+    common: tuple,
+) -> list[dict[str, Any]]:
     where_pg = _pg_text(pg, desc)
     buckets: dict[tuple[str, str, bool], list[int]] = {}
     for rank, entry in present.items():
@@ -404,8 +486,16 @@ def _groups_at(pg: str, desc: str, seq: int, present: dict[int, _Entry], missing
     for (where, state, odd), ranks in buckets.items():
         frames = [present[r].frames for r in ranks if r in present and present[r].frames]
         site = call_site(frames[0]) if frames else None
-        groups.append({"ranks": sorted(ranks), "where": where, "state": state, "odd": odd,
-                       "frames": frames[0][:8] if frames else [], "call_site": site})
+        groups.append(
+            {
+                "ranks": sorted(ranks),
+                "where": where,
+                "state": state,
+                "odd": odd,
+                "frames": frames[0][:8] if frames else [],
+                "call_site": site,
+            }
+        )
     groups.sort(key=lambda g: (-len(g["ranks"]), g["odd"], g["ranks"][0]))
     return groups
 
@@ -419,8 +509,7 @@ def _focus(results: list[dict[str, Any]]) -> dict[str, Any] | None:
     largest group."""
     if not results:
         return None
-    return min(results, key=lambda r: (not (r["missing"] or r["mismatched"]), not r["pending"], -len(r["ranks"]),
-                                       r["pg"]))
+    return min(results, key=lambda r: (not (r["missing"] or r["mismatched"]), not r["pending"], -len(r["ranks"]), r["pg"]))
 
 
 def _summary(focus: dict[str, Any] | None, read: dict[int, _Dump], results: list[dict[str, Any]]) -> str:
@@ -437,8 +526,10 @@ def _summary(focus: dict[str, Any] | None, read: dict[int, _Dump], results: list
         return f"{head}: rank(s) {_ranks_text(focus['missing'])} never issued {where}{tail}."
     if focus["mismatched"]:
         ops = sorted({g["where"].split(" #", 1)[0] for g in focus["groups"] if g["odd"]})
-        return (f"{head}: at {where}, rank(s) {_ranks_text(focus['mismatched'])} issued a different collective or "
-                f"sizes ({', '.join(ops)}) than the other ranks.")
+        return (
+            f"{head}: at {where}, rank(s) {_ranks_text(focus['mismatched'])} issued a different collective or "
+            f"sizes ({', '.join(ops)}) than the other ranks."
+        )
     states = Counter(focus["pending"].values())
     state_text = ", ".join(f"{n} {s}" for s, n in states.most_common())
     return f"{head}: {len(waiting)} rank(s) are in {where} and none completed it ({state_text})."
@@ -456,6 +547,6 @@ def _ranks_text(ranks: list[int]) -> str:
         if stop - index >= 2:
             parts.append(f"{ranks[index]}-{ranks[stop]}")
         else:
-            parts.extend(str(r) for r in ranks[index:stop + 1])
+            parts.extend(str(r) for r in ranks[index : stop + 1])
         index = stop + 1
     return ", ".join(parts)

@@ -7,6 +7,7 @@ Built only from what the job model already holds, in order of how precisely it p
 but no timeout, printed nothing) or their absence (the world size names a rank no file or line comes from).
 Plain data in, plain data out: the page, the JSON and the command line render the same groups.
 """
+
 from __future__ import annotations
 
 import re
@@ -36,10 +37,17 @@ class MatchLike(Protocol):
     steps_not_for_versions: list[str]
 
 
-def rank_groups_build(*, verdict: RankVerdict | None, stack_groups: list[dict], recorder_groups: list[dict],
-                      file_ranks: dict[int, int], world_size: int | None, matches: Iterable[MatchLike] = (),
-                      steps: dict[str, list[Step]] | None = None,
-                      source_ranks: dict[str, int] | None = None) -> dict[str, Any] | None:
+def rank_groups_build(
+    *,
+    verdict: RankVerdict | None,
+    stack_groups: list[dict],
+    recorder_groups: list[dict],
+    file_ranks: dict[int, int],
+    world_size: int | None,
+    matches: Iterable[MatchLike] = (),
+    steps: dict[str, list[Step]] | None = None,
+    source_ranks: dict[str, int] | None = None,
+) -> dict[str, Any] | None:
     """The groups, largest first, with `summary` (one line), `silent` (ranks with no timeout and no position)
     and `missing` (ranks with no file and no line). None when fewer than two ranks are known: one rank has no
     "others" to be grouped against.
@@ -66,12 +74,23 @@ def rank_groups_build(*, verdict: RankVerdict | None, stack_groups: list[dict], 
     for group in recorder_groups:
         key = ("flight-recorder", group["where"], group["state"])
         for rank in group["ranks"]:
-            place(rank, key, basis="flight-recorder", where=group["where"], state=group["state"],
-                  frames=list(group.get("frames") or []))
+            place(
+                rank,
+                key,
+                basis="flight-recorder",
+                where=group["where"],
+                state=group["state"],
+                frames=list(group.get("frames") or []),
+            )
         if key in info:
             info[key]["odd"] |= bool(group.get("odd"))
-            info[key]["facts"] |= ({"fr_missing_ranks"} if group["state"] == "missing" else
-                                   {"fr_mismatch"} if group.get("odd") else {"fr_all_started_first"})
+            info[key]["facts"] |= (
+                {"fr_missing_ranks"}
+                if group["state"] == "missing"
+                else {"fr_mismatch"}
+                if group.get("odd")
+                else {"fr_all_started_first"}
+            )
     if verdict is not None:
         for group in verdict.groups:
             if group["state"] == "silent":
@@ -82,9 +101,11 @@ def rank_groups_build(*, verdict: RankVerdict | None, stack_groups: list[dict], 
             if key in info:
                 info[key]["odd"] |= bool(group.get("odd"))
                 behind = set(group["ranks"]) & set(verdict.behind)
-                info[key]["facts"] |= ({"behind_ranks"} if behind else set()) | \
-                    ({"ranks_disagree"} if verdict.disagree and group.get("odd") else set()) | \
-                    ({"first_collective"} if verdict.first_collective else set())
+                info[key]["facts"] |= (
+                    ({"behind_ranks"} if behind else set())
+                    | ({"ranks_disagree"} if verdict.disagree and group.get("odd") else set())
+                    | ({"first_collective"} if verdict.first_collective else set())
+                )
 
     known = set(placed) | set(file_ranks) | set(verdict.silent if verdict else [])
     if world_size:
@@ -108,8 +129,16 @@ def rank_groups_build(*, verdict: RankVerdict | None, stack_groups: list[dict], 
         ranks.sort()
         data = info[key]
         odd = data["odd"] or len(ranks) < largest
-        group = {"ranks": ranks, "count": len(ranks), "label": ranks_text(ranks), "basis": data["basis"],
-                 "where": data["where"], "state": data["state"], "odd": odd, "frames": data["frames"][:8]}
+        group = {
+            "ranks": ranks,
+            "count": len(ranks),
+            "label": ranks_text(ranks),
+            "basis": data["basis"],
+            "where": data["where"],
+            "state": data["state"],
+            "odd": odd,
+            "frames": data["frames"][:8],
+        }
         group["place"] = _group_place(group)
         who = f"rank {ranks[0]}" if len(ranks) == 1 else f"{len(ranks)} ranks"
         group["text"] = f"{who}{':' if group['basis'] == 'quiet' else ''} {group['place']}"
@@ -135,8 +164,9 @@ def _group_place(group: dict[str, Any]) -> str:
     return f"in {group['where']} ({group['state']})"
 
 
-def _link(group: dict[str, Any], facts: set[str], matches: list[MatchLike], steps: dict[str, list[Step]],
-          source_ranks: dict[str, int]) -> dict[str, Any]:
+def _link(
+    group: dict[str, Any], facts: set[str], matches: list[MatchLike], steps: dict[str, list[Step]], source_ranks: dict[str, int]
+) -> dict[str, Any]:
     """The match whose signals this group is evidence of (a condition on a fact the group embodies, a frame
     in its stacks, a line from one of its ranks), strongest support first, and the fix step those signals
     point at."""

@@ -7,6 +7,7 @@ read whole; everything that counts or is kept (signal counts, evidence, stacks, 
 from the window's own lines, so the summary is the same whatever the window size. A paste small enough to
 have come from a terminal or a web page is read whole and repaired first (see text.paste_repair).
 """
+
 from __future__ import annotations
 
 import io
@@ -57,6 +58,7 @@ class Harmless:
 @dataclass
 class FileReading:
     """What one file yields."""
+
     per_case: dict[str, dict[str, Any]] = field(default_factory=dict)  # slug -> {"signals": {...}, "evidence": [...]}
     facts: dict[str, Any] = field(default_factory=dict)
     ranks: dict[int, RankState] = field(default_factory=dict)
@@ -70,21 +72,28 @@ class FileReading:
     label: str | None = None  # the file's name when the job has several files
 
 
-def source_read(data: Source, rules: Rules, *, label: str | None, deadline: float | None = None,
-                window_bytes: int = WINDOW_BYTES, lookahead_bytes: int = LOOKAHEAD_BYTES,
-                repair: bool = True) -> FileReading:
+def source_read(
+    data: Source,
+    rules: Rules,
+    *,
+    label: str | None,
+    deadline: float | None = None,
+    window_bytes: int = WINDOW_BYTES,
+    lookahead_bytes: int = LOOKAHEAD_BYTES,
+    repair: bool = True,
+) -> FileReading:
     """Read one source (bytes, text, a path or a binary file object) window by window."""
     reading = FileReading(label=label)
     if isinstance(data, Path) and data.stat().st_size <= min(WHOLE_READ_LIMIT, window_bytes * 2):
         data = data.read_bytes()
     if isinstance(data, (bytes, bytearray)) and REPAIR_LIMIT < len(data) <= min(WHOLE_READ_LIMIT, window_bytes * 2):
-        _window_read(data, rules, reading, label, base_line=0, core_start=0, core_end=None, deadline=deadline,
-                     repair=False)  # one piece: a program-written log, too big to be a paste
+        _window_read(
+            data, rules, reading, label, base_line=0, core_start=0, core_end=None, deadline=deadline, repair=False
+        )  # one piece: a program-written log, too big to be a paste
         reading.bytes = len(data)
         return reading
     if isinstance(data, str) or (isinstance(data, (bytes, bytearray)) and len(data) <= REPAIR_LIMIT and repair):
-        _window_read(data, rules, reading, label, base_line=0, core_start=0, core_end=None, deadline=deadline,
-                     repair=repair)
+        _window_read(data, rules, reading, label, base_line=0, core_start=0, core_end=None, deadline=deadline, repair=repair)
         reading.bytes = len(data)
         return reading
     stream = _stream(data)
@@ -92,11 +101,21 @@ def source_read(data: Source, rules: Rules, *, label: str | None, deadline: floa
         base_line = 0
         for window, core_start, core, size in _windows(stream, window_bytes, lookahead_bytes):
             if reading.bytes == 0 and size <= REPAIR_LIMIT and core == len(window) and repair:
-                _window_read(window, rules, reading, label, base_line=0, core_start=0, core_end=None,
-                             deadline=deadline, repair=True)
+                _window_read(
+                    window, rules, reading, label, base_line=0, core_start=0, core_end=None, deadline=deadline, repair=True
+                )
             else:
-                base_line = _window_read(window, rules, reading, label, base_line=base_line, core_start=core_start,
-                                         core_end=core, deadline=deadline, repair=False)
+                base_line = _window_read(
+                    window,
+                    rules,
+                    reading,
+                    label,
+                    base_line=base_line,
+                    core_start=core_start,
+                    core_end=core,
+                    deadline=deadline,
+                    repair=False,
+                )
             reading.bytes += core - core_start
             if reading.partial:
                 break
@@ -149,8 +168,8 @@ def _windows(stream: BinaryIO, window_bytes: int, lookahead_bytes: int) -> Itera
         if cut == 0:  # one line longer than a window: cut it at the window (regexes see 4 KB of a line anyway)
             cut = min(window_bytes, len(pending))
         yield behind + pending, len(behind), len(behind) + cut, total
-        tail = pending[max(0, cut - LOOKBEHIND_BYTES):cut]
-        behind = tail[tail.find(b"\n") + 1:] if b"\n" in tail[:-1] else b""  # whole lines only
+        tail = pending[max(0, cut - LOOKBEHIND_BYTES) : cut]
+        behind = tail[tail.find(b"\n") + 1 :] if b"\n" in tail[:-1] else b""  # whole lines only
         pending = pending[cut:]
 
 
@@ -167,8 +186,18 @@ def _read_full(stream: BinaryIO, size: int) -> bytes:
     return b"".join(parts)
 
 
-def _window_read(data: bytes | str, rules: Rules, reading: FileReading, label: str | None, *, base_line: int,
-                 core_start: int, core_end: int | None, deadline: float | None, repair: bool) -> int:
+def _window_read(
+    data: bytes | str,
+    rules: Rules,
+    reading: FileReading,
+    label: str | None,
+    *,
+    base_line: int,
+    core_start: int,
+    core_end: int | None,
+    deadline: float | None,
+    repair: bool,
+) -> int:
     """Read one window into `reading`; returns the line number its own part ends at. Only what starts in the
     window's own part counts; the look-behind and look-ahead are context."""
     if core_end is not None:
@@ -189,8 +218,9 @@ def _window_read(data: bytes | str, rules: Rules, reading: FileReading, label: s
     lines = LineLocator(text, joins, base_line=base_line - behind_lines)
     scanner = TextScanner(text, rules.literals, encoded=encoded)
     skip = _harmless_lines(scanner, lines, rules, label, reading.harmless, start, limit)
-    for sig, hits, count in signature_hits(scanner, rules.signatures, per_signature=EVIDENCE_PER_SIGNAL + len(skip),
-                                           start=start, end=limit):
+    for sig, hits, count in signature_hits(
+        scanner, rules.signatures, per_signature=EVIDENCE_PER_SIGNAL + len(skip), start=start, end=limit
+    ):
         if deadline is not None and time.perf_counter() > deadline:
             reading.partial = True
             break
@@ -198,8 +228,17 @@ def _window_read(data: bytes | str, rules: Rules, reading: FileReading, label: s
         if skip and not kept:
             continue  # the signature matched harmless lines only
         entry = reading.per_case.setdefault(sig.case, {"signals": {}, "evidence": []})
-        signal = entry["signals"].setdefault(sig.id, {"id": sig.id, "description": sig.description, "weight": sig.weight,
-                                                      "anchor": sig.anchor, "count": 0, "kind": "line"})
+        signal = entry["signals"].setdefault(
+            sig.id,
+            {
+                "id": sig.id,
+                "description": sig.description,
+                "weight": sig.weight,
+                "anchor": sig.anchor,
+                "count": 0,
+                "kind": "line",
+            },
+        )
         signal["count"] = min(signal["count"] + count, MAX_COUNTED_LINES)
         for hit in kept:
             if sum(1 for e in entry["evidence"] if e.signal == sig.id) < EVIDENCE_PER_SIGNAL:
@@ -276,8 +315,9 @@ def _order(value: Any) -> tuple:
     return (0, value, "") if isinstance(value, (int, float)) else (1, 0, str(value))
 
 
-def _harmless_lines(scanner: TextScanner, lines: LineLocator, rules: Rules, label: str | None,
-                    found: list[Harmless], start: int, limit: int) -> set[int]:
+def _harmless_lines(
+    scanner: TextScanner, lines: LineLocator, rules: Rules, label: str | None, found: list[Harmless], start: int, limit: int
+) -> set[int]:
     """Start offsets of lines that only a known-harmless message explains; they are never evidence."""
     skip: set[int] = set()
     for rule in rules.harmless:
@@ -285,8 +325,16 @@ def _harmless_lines(scanner: TextScanner, lines: LineLocator, rules: Rules, labe
             for hit in hits:
                 skip.add(lines.line_start(hit.offset))
                 if len(found) < MAX_HARMLESS and not any(h.id == rule.id and h.source == label for h in found):
-                    found.append(Harmless(line=lines.line_number(hit.offset), text=lines.line_text(hit.offset),
-                                          id=rule.id, title=rule.title, why=rule.why, source=label))
+                    found.append(
+                        Harmless(
+                            line=lines.line_number(hit.offset),
+                            text=lines.line_text(hit.offset),
+                            id=rule.id,
+                            title=rule.title,
+                            why=rule.why,
+                            source=label,
+                        )
+                    )
     return skip
 
 
@@ -294,5 +342,6 @@ def _evidence(lines: LineLocator, hit, signal: str, label: str | None) -> Eviden
     text, line_start = lines.line_text(hit.offset), lines.line_start(hit.offset)
     start = min(hit.offset - line_start, len(text))
     end = min(hit.end - line_start, len(text))
-    return Evidence(line=lines.line_number(hit.offset), text=text, signal=signal, source=label,
-                    groups=hit.groups, span=(start, end))
+    return Evidence(
+        line=lines.line_number(hit.offset), text=text, signal=signal, source=label, groups=hit.groups, span=(start, end)
+    )

@@ -1,5 +1,6 @@
 """Everything the engine matches, compiled once per content revision from case front matter and the
 known-harmless list: line signatures, fact conditions, frame signatures, fix steps and guides."""
+
 from __future__ import annotations
 
 import functools
@@ -63,24 +64,45 @@ def rules_compile(cases: Iterable[dict], harmless: Iterable[dict] = ()) -> Rules
     """From case front matter (or database rows with the same keys) and harmless entries to Rules."""
     cases = list(cases)
     frames = [
-        FrameSignature(case=case["slug"], id=f["id"], description=f["description"], weight=float(f["weight"]),
-                       anchor=bool(f.get("anchor", False)), regex=re.compile(f["pattern"]),
-                       depth=int(f.get("depth") or DEFAULT_FRAME_DEPTH))
-        for case in cases for f in case.get("frames") or []
+        FrameSignature(
+            case=case["slug"],
+            id=f["id"],
+            description=f["description"],
+            weight=float(f["weight"]),
+            anchor=bool(f.get("anchor", False)),
+            regex=re.compile(f["pattern"]),
+            depth=int(f.get("depth") or DEFAULT_FRAME_DEPTH),
+        )
+        for case in cases
+        for f in case.get("frames") or []
     ]
-    steps = {case["slug"]: [Step(anchor=s["anchor"], versions=dict(s.get("versions") or {}),
-                                 evidence=tuple(s.get("evidence") or ())) for s in case.get("steps") or []]
-             for case in cases}
+    steps = {
+        case["slug"]: [
+            Step(anchor=s["anchor"], versions=dict(s.get("versions") or {}), evidence=tuple(s.get("evidence") or ()))
+            for s in case.get("steps") or []
+        ]
+        for case in cases
+    }
     harmless = list(harmless)
-    harmless_signatures = signatures_compile([{"slug": "harmless", "signatures": [
-        {"id": h["id"], "description": h["title"], "pattern": h["pattern"], "weight": 0, "flags": h.get("flags")}
-        for h in harmless]}])
+    harmless_signatures = signatures_compile(
+        [
+            {
+                "slug": "harmless",
+                "signatures": [
+                    {"id": h["id"], "description": h["title"], "pattern": h["pattern"], "weight": 0, "flags": h.get("flags")}
+                    for h in harmless
+                ],
+            }
+        ]
+    )
     return Rules(
         signatures=signatures_compile(cases),
         conditions=conditions_compile(cases),
         frames=frames,
         steps=steps,
         guides=frozenset(case["slug"] for case in cases if case.get("guide")),
-        harmless=[HarmlessRule(id=h["id"], title=h["title"], why=h["why"], signature=sig)
-                  for h, sig in zip(harmless, harmless_signatures)],
+        harmless=[
+            HarmlessRule(id=h["id"], title=h["title"], why=h["why"], signature=sig)
+            for h, sig in zip(harmless, harmless_signatures)
+        ],
     )

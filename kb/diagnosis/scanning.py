@@ -5,6 +5,7 @@ The scanner looks for each distinct literal once with `str.find` (C speed), reme
 occurs on, and runs the regex on those lines only. A pattern whose literals are absent costs one
 substring search; most patterns are absent from most logs.
 """
+
 from __future__ import annotations
 
 import functools
@@ -132,9 +133,11 @@ def _literal_database(literals: frozenset[Literal]):
         database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         database.compile(
             expressions=[re.escape(text).encode("utf-8") for text, _ in ordered],
-            ids=list(range(len(ordered))), elements=len(ordered),
-            flags=[hyperscan.HS_FLAG_SINGLEMATCH | (hyperscan.HS_FLAG_CASELESS if ignorecase else 0)
-                   for _, ignorecase in ordered],
+            ids=list(range(len(ordered))),
+            elements=len(ordered),
+            flags=[
+                hyperscan.HS_FLAG_SINGLEMATCH | (hyperscan.HS_FLAG_CASELESS if ignorecase else 0) for _, ignorecase in ordered
+            ],
         )
     except Exception:  # an engine that cannot compile is an optimisation lost, not an error
         return None
@@ -178,12 +181,14 @@ CHUNK_BYTES = 1024 * 1024  # granularity of the presence map: a literal's lines 
 @dataclass
 class Presence:
     """Which literals occur, and in which chunks of CHUNK_BYTES bytes (by where an occurrence ends)."""
+
     first_end: dict[Literal, int]
     chunks: dict[Literal, list[int]]
 
 
-def literals_present(text: str, literals: Iterable[Literal], *, use_hyperscan: bool = True,
-                     encoded: bytes | None = None) -> Presence | None:
+def literals_present(
+    text: str, literals: Iterable[Literal], *, use_hyperscan: bool = True, encoded: bytes | None = None
+) -> Presence | None:
     """Which of `literals` occur in `text`, each with the byte offset where its first occurrence ends and the
     chunks it occurs in, in one pass; None when no fast engine is available.
 
@@ -205,7 +210,7 @@ def literals_present(text: str, literals: Iterable[Literal], *, use_hyperscan: b
             first_end.setdefault(literal, begin + end)
             chunks.setdefault(literal, []).append(chunk)
 
-        database.scan(data[begin:(chunk + 1) * CHUNK_BYTES], match_event_handler=on_match)
+        database.scan(data[begin : (chunk + 1) * CHUNK_BYTES], match_event_handler=on_match)
     return Presence(first_end, chunks)
 
 
@@ -216,8 +221,9 @@ class TextScanner:
     of them occur (Hyperscan, when installed), so absent literals cost nothing afterwards.
     """
 
-    def __init__(self, text: str, literals: Iterable[Literal] = (), *, use_hyperscan: bool = True,
-                 encoded: bytes | None = None) -> None:
+    def __init__(
+        self, text: str, literals: Iterable[Literal] = (), *, use_hyperscan: bool = True, encoded: bytes | None = None
+    ) -> None:
         self.text = text
         self._lowered: str | None = None
         self._lines: dict[tuple[str, bool], list[tuple[int, int]]] = {}

@@ -3,6 +3,7 @@
 Each pattern is matched one line at a time, but only on the lines that contain one of its required
 literals (see kb.diagnosis.scanning), so a large log costs a few substring searches per pattern.
 """
+
 from __future__ import annotations
 
 import functools
@@ -51,11 +52,19 @@ def signatures_compile(cases: Iterable[dict]) -> list[Signature]:
         for sig in case["signatures"]:
             ignorecase = "ignorecase" in (sig.get("flags") or [])
             flags = re.MULTILINE | (re.IGNORECASE if ignorecase else 0)
-            compiled.append(Signature(
-                case=case["slug"], id=sig["id"], description=sig["description"], weight=float(sig["weight"]),
-                anchor=bool(sig.get("anchor", False)), pattern=sig["pattern"], flags=flags,
-                ignorecase=ignorecase, guards=required_literal_groups(sig["pattern"], ignorecase),
-            ))
+            compiled.append(
+                Signature(
+                    case=case["slug"],
+                    id=sig["id"],
+                    description=sig["description"],
+                    weight=float(sig["weight"]),
+                    anchor=bool(sig.get("anchor", False)),
+                    pattern=sig["pattern"],
+                    flags=flags,
+                    ignorecase=ignorecase,
+                    guards=required_literal_groups(sig["pattern"], ignorecase),
+                )
+            )
     return compiled
 
 
@@ -76,8 +85,9 @@ PREFILTER_MIN = 6
 MAX_COUNTED_LINES = 100  # a signal that matched this many lines is reported as "100 or more"; counting on costs time
 
 
-def signature_hits(scanner: TextScanner, signatures: list[Signature], *, per_signature: int = 3,
-                   start: int = 0, end: int | None = None) -> Iterator[tuple[Signature, list[Hit], int]]:
+def signature_hits(
+    scanner: TextScanner, signatures: list[Signature], *, per_signature: int = 3, start: int = 0, end: int | None = None
+) -> Iterator[tuple[Signature, list[Hit], int]]:
     """For each signature present: its first few hits and the number of lines it matched (capped), counting
     only matches from `start` to `end` (a window's own part, when the text carries context around it)."""
     for sig in signatures:

@@ -6,6 +6,7 @@ function alone), and every stack is kept innermost frame first, whatever order i
 Only the regions that start with a stack header are walked, so a large log without stacks costs a few
 substring searches.
 """
+
 from __future__ import annotations
 
 import re
@@ -36,6 +37,7 @@ _RANK_MENTION = re.compile(r"\brank[ _:=#]?(\d{1,5})\b", re.IGNORECASE)
 @dataclass
 class Stack:
     """One thread's stack, innermost frame first, with the log line of each frame."""
+
     kind: str  # traceback | faulthandler | py-spy | gdb
     line: int
     frames: list[str] = field(default_factory=list)
@@ -51,7 +53,7 @@ def frame_name(path: str, function: str) -> str:
     package root on (`torch/utils/file_baton.py:wait`), so frames compare across installs."""
     cut = max(path.rfind("site-packages/"), path.rfind("dist-packages/"))
     if cut != -1:
-        path = path[path.index("/", cut) + 1:]
+        path = path[path.index("/", cut) + 1 :]
     return f"{path}:{function}"
 
 
@@ -83,7 +85,7 @@ def _lines_from(text: str, start: int):
         end = text.find("\n", pos)
         if end == -1:
             end = size
-        yield pos, text[pos:min(end, pos + MAX_LINE)]
+        yield pos, text[pos : min(end, pos + MAX_LINE)]
         pos = end + 1
 
 
@@ -105,8 +107,9 @@ def _stack_read(text, start, header, walker, rank, line_no, lines) -> Stack | No
     if TRACEBACK in header:
         return _traceback(walker, Stack("traceback", line_no, rank=rank), lines)
     if FAULTHANDLER in header:
-        return _frames(walker, Stack("faulthandler", line_no, rank=rank, thread=header.split(" (")[0].strip()),
-                       _FAULT_FRAME, lines)
+        return _frames(
+            walker, Stack("faulthandler", line_no, rank=rank, thread=header.split(" (")[0].strip()), _FAULT_FRAME, lines
+        )
     if GDB_FIRST in header:
         return _gdb(offset, header, walker, Stack("gdb", line_no, rank=rank), lines)
     if PYSPY_THREAD.search(header):
@@ -168,6 +171,7 @@ def _pyspy(walker, stack: Stack, lines: LineLocator) -> Stack:
 
 def _gdb(offset: int, header: str, walker, stack: Stack, lines: LineLocator) -> Stack:
     """gdb's `bt`: `#N  0xADDR in function (args) at file.cc:LINE` or `... from /lib/x.so`, innermost first."""
+
     def rows():
         yield offset, header
         for line_offset, raw in walker:
@@ -207,14 +211,31 @@ def _rank_nearby(text: str, start: int) -> int | None:
 _C10D_FRAME = re.compile(r"(?:^|/)torch/distributed/distributed_c10d\.py:(\w+)$")
 # The collectives a process can wait in; wrappers that call another of the same kind count as the one they wrap.
 _COLLECTIVES = {
-    "all_reduce": "all_reduce", "all_reduce_coalesced": "all_reduce", "broadcast": "broadcast",
-    "broadcast_object_list": "broadcast", "all_gather": "all_gather", "all_gather_object": "all_gather",
-    "all_gather_into_tensor": "all_gather_into_tensor", "_all_gather_base": "all_gather_into_tensor",
-    "reduce_scatter": "reduce_scatter", "reduce_scatter_tensor": "reduce_scatter_tensor",
-    "_reduce_scatter_base": "reduce_scatter_tensor", "reduce": "reduce", "gather": "gather", "gather_object": "gather",
-    "scatter": "scatter", "scatter_object_list": "scatter", "all_to_all": "all_to_all",
-    "all_to_all_single": "all_to_all_single", "barrier": "barrier", "monitored_barrier": "monitored_barrier",
-    "send": "send", "recv": "recv", "isend": "send", "irecv": "recv", "batch_isend_irecv": "batch_isend_irecv",
+    "all_reduce": "all_reduce",
+    "all_reduce_coalesced": "all_reduce",
+    "broadcast": "broadcast",
+    "broadcast_object_list": "broadcast",
+    "all_gather": "all_gather",
+    "all_gather_object": "all_gather",
+    "all_gather_into_tensor": "all_gather_into_tensor",
+    "_all_gather_base": "all_gather_into_tensor",
+    "reduce_scatter": "reduce_scatter",
+    "reduce_scatter_tensor": "reduce_scatter_tensor",
+    "_reduce_scatter_base": "reduce_scatter_tensor",
+    "reduce": "reduce",
+    "gather": "gather",
+    "gather_object": "gather",
+    "scatter": "scatter",
+    "scatter_object_list": "scatter",
+    "all_to_all": "all_to_all",
+    "all_to_all_single": "all_to_all_single",
+    "barrier": "barrier",
+    "monitored_barrier": "monitored_barrier",
+    "send": "send",
+    "recv": "recv",
+    "isend": "send",
+    "irecv": "recv",
+    "batch_isend_irecv": "batch_isend_irecv",
 }
 
 
@@ -224,6 +245,10 @@ def stack_collectives(stacks: list[Stack]) -> list[str]:
     when older releases interleave the ranks' tracebacks line by line."""
     found: set[str] = set()
     for stack in stacks:
-        found |= {_COLLECTIVES[m.group(1)] for frame in stack.frames
-                  for m in [_C10D_FRAME.search(frame)] if m and m.group(1) in _COLLECTIVES}
+        found |= {
+            _COLLECTIVES[m.group(1)]
+            for frame in stack.frames
+            for m in [_C10D_FRAME.search(frame)]
+            if m and m.group(1) in _COLLECTIVES
+        }
     return sorted(found)

@@ -3,6 +3,7 @@
 Line numbers count '\\n' only, as `grep -n` and editors do; a lone '\\r' (progress bars) becomes a
 space so a redrawn tqdm line stays one line.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -68,7 +69,7 @@ def _record_open(line: str) -> bool:
     start = line.find(_RECORD)
     if start == -1:
         return False
-    rest = line[start + len(_RECORD) - 1:]
+    rest = line[start + len(_RECORD) - 1 :]
     return rest.count("(") > rest.count(")")
 
 
@@ -76,6 +77,7 @@ def _record_open(line: str) -> bool:
 class Repaired:
     """Text after paste repair, and the offsets (in the repaired text) where a line break was removed, so
     line numbers still count the lines of the input."""
+
     text: str
     joins: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -139,12 +141,14 @@ def rank_prefix_split(line: str) -> tuple[str, int | None]:
     if not match:
         return line, None
     rank = next(int(g) for g in match.groups() if g is not None)
-    return line[match.end():], rank
+    return line[match.end() :], rank
 
 
 # How a log line begins: a launcher or logger prefix, a timestamp, a glog header, an NCCL host:pid:tid.
-_LINE_START_RE = re.compile(r"\s*(?:\[|\d{4}-\d\d-\d\d|[EWIF]\d{4} |[A-Za-z0-9_.-]{1,64}:\d+:\d+ \[|Traceback|File \"|#\d"
-                            r"|frame #\d|Exception raised from|terminate called|what\(\)|[A-Z]\w{2,40}(?:Error|Exception|Warning):)")
+_LINE_START_RE = re.compile(
+    r"\s*(?:\[|\d{4}-\d\d-\d\d|[EWIF]\d{4} |[A-Za-z0-9_.-]{1,64}:\d+:\d+ \[|Traceback|File \"|#\d"
+    r"|frame #\d|Exception raised from|terminate called|what\(\)|[A-Z]\w{2,40}(?:Error|Exception|Warning):)"
+)
 
 
 def _continues(line: str, following: str) -> bool:
@@ -207,7 +211,7 @@ class LineLocator:
     def line_text(self, offset: int, limit: int = 500) -> str:
         start = self.text.rfind("\n", 0, offset) + 1
         end = self.text.find("\n", offset)
-        line = self.text[start: end if end != -1 else len(self.text)]
+        line = self.text[start : end if end != -1 else len(self.text)]
         return line if len(line) <= limit else line[:limit] + "…"
 
     def line_count(self) -> int:

@@ -5,6 +5,7 @@ analyzer's report.
 Each reader looks for its tool's own header or field names first (scanner literals), so a log without
 that tool's output costs one substring search per reader.
 """
+
 from __future__ import annotations
 
 import re
@@ -16,7 +17,9 @@ from kb.diagnosis.scanning import TextScanner
 NCCL_TESTS_HEADER = "# nThread "
 NCCL_TESTS_TABLE = "#       size "
 NCCL_TESTS_DONE = "# Avg bus bandwidth"
-_NCCL_TESTS_ROW = re.compile(r"^\s{0,12}\d{1,12}\s+\d{1,12}\s+[a-z0-9_]{2,10}\s+[a-z_]{2,6}\s+-?\d{1,4}\s+[\d.]{1,12}\s", re.MULTILINE)
+_NCCL_TESTS_ROW = re.compile(
+    r"^\s{0,12}\d{1,12}\s+\d{1,12}\s+[a-z0-9_]{2,10}\s+[a-z_]{2,6}\s+-?\d{1,4}\s+[\d.]{1,12}\s", re.MULTILINE
+)
 
 # CUDA samples simpleP2P: peer access per pair, then a verification pass over the copied buffer.
 P2P_PEER = "> Peer access from "
@@ -37,8 +40,11 @@ _IB_STATE = re.compile(r"\bstate:\s{1,20}(PORT_[A-Z_]{2,20})")
 _IB_LINK = re.compile(r"\blink_layer:\s{1,20}(InfiniBand|Ethernet)")
 
 # ls -la: "-rw-r--r-- 1 user user    0 Nov 21 04:42 lock" beside the build's sources.
-_LS_ENTRY = re.compile(r"^[-dl][-rwxsStT]{9}[.+@]?\s+\d+\s+\S+\s+\S+\s+(\d+)\s+([A-Z][a-z]{2})\s+(\d{1,2})\s+"
-                       r"(\d{1,2}:\d\d|\d{4})\s+(\S[^\n]{0,200})$", re.MULTILINE)
+_LS_ENTRY = re.compile(
+    r"^[-dl][-rwxsStT]{9}[.+@]?\s+\d+\s+\S+\s+\S+\s+(\d+)\s+([A-Z][a-z]{2})\s+(\d{1,2})\s+"
+    r"(\d{1,2}:\d\d|\d{4})\s+(\S[^\n]{0,200})$",
+    re.MULTILINE,
+)
 _MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"))}
 
 # The Flight Recorder analyzer (torchfrtrace / fr_trace.py) report. Its wording changed over time: the 2.13.0
@@ -49,14 +55,30 @@ _MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun",
 # joining collective for group ... Missing ranks are {1}" with MatchState names ("MatchState.SIZE_OR_...").
 FR_NOT_JOINED = "Not all ranks joining collective"
 _FR_MISSING = re.compile(r"[Mm]issing ranks(?::| are) \{([\d, ]{1,4000})\}")
-_FR_CULPRIT = re.compile(r"Culprit rank \d{1,6}; (?:Error type: |MatchState\.)(COLLECTIVE_TYPE_MISMATCH|SIZE_OR_SYNTAX_MISMATCH"
-                         r"|COLLECTIVE_DTYPE_MISMATCH|COLLECTIVE_STATE_MISMATCH)")
+_FR_CULPRIT = re.compile(
+    r"Culprit rank \d{1,6}; (?:Error type: |MatchState\.)(COLLECTIVE_TYPE_MISMATCH|SIZE_OR_SYNTAX_MISMATCH"
+    r"|COLLECTIVE_DTYPE_MISMATCH|COLLECTIVE_STATE_MISMATCH)"
+)
 FR_IO_MISMATCH = "Input/output mismatch in the collective sequence number"
 _FR_OP_MISMATCHES = {"COLLECTIVE_TYPE_MISMATCH", "SIZE_OR_SYNTAX_MISMATCH", "COLLECTIVE_DTYPE_MISMATCH"}
 
-LITERALS = (NCCL_TESTS_HEADER, NCCL_TESTS_TABLE, NCCL_TESTS_DONE, P2P_PEER, P2P_VERIFY_FAILED, P2P_PASSED,
-            "/dev/shm", TOPO_HEADER, "link_layer:", "PORT_", " lock\n", FR_NOT_JOINED, "issing ranks", "Culprit rank ",
-            FR_IO_MISMATCH)
+LITERALS = (
+    NCCL_TESTS_HEADER,
+    NCCL_TESTS_TABLE,
+    NCCL_TESTS_DONE,
+    P2P_PEER,
+    P2P_VERIFY_FAILED,
+    P2P_PASSED,
+    "/dev/shm",
+    TOPO_HEADER,
+    "link_layer:",
+    "PORT_",
+    " lock\n",
+    FR_NOT_JOINED,
+    "issing ranks",
+    "Culprit rank ",
+    FR_IO_MISMATCH,
+)
 
 
 def tool_facts(scanner: TextScanner) -> dict[str, Any]:
@@ -101,8 +123,14 @@ def _recorder_report(scanner: TextScanner) -> dict[str, Any]:
     facts: dict[str, Any] = {}
     text = scanner.text
     if _present(scanner, FR_NOT_JOINED):
-        missing = {int(rank) for s, e in scanner.lines_with("issing ranks") for m in [_FR_MISSING.search(text, s, e)] if m
-                   for rank in m.group(1).replace(" ", "").split(",") if rank}
+        missing = {
+            int(rank)
+            for s, e in scanner.lines_with("issing ranks")
+            for m in [_FR_MISSING.search(text, s, e)]
+            if m
+            for rank in m.group(1).replace(" ", "").split(",")
+            if rank
+        }
         if missing:
             facts["fr_missing_ranks"] = sorted(missing)
     kinds = {m.group(1) for s, e in scanner.lines_with("Culprit rank ") for m in [_FR_CULPRIT.search(text, s, e)] if m}
@@ -121,8 +149,11 @@ def _build_lock(scanner: TextScanner) -> str | None:
             continue
         block_start = text.rfind("\n$ ", 0, start)
         block_start = 0 if block_start == -1 else block_start
-        others = [m for m in _LS_ENTRY.finditer(text, block_start, min(len(text), end + 4000))
-                  if m.group(5).strip() not in ("lock", ".", "..")]
+        others = [
+            m
+            for m in _LS_ENTRY.finditer(text, block_start, min(len(text), end + 4000))
+            if m.group(5).strip() not in ("lock", ".", "..")
+        ]
         if not others:
             return "fresh"
         lock_time = _ls_time(entry)

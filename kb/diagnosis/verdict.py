@@ -3,6 +3,7 @@
 Its findings are also facts (silent_ranks, behind_ranks, ranks_disagree, first_collective) that case
 conditions score, so the verdict changes which case wins, not only what the page says.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -47,24 +48,41 @@ def rank_verdict(ranks: dict[int, RankState], world_size: int | None, failure: F
     if ops and seqs:
         parts[0] += f" in {'/'.join(ops)} (SeqNum {', '.join(map(str, sorted(set(seqs))))})"
     if first:
-        parts.append("every one of them was in its first collective: the ranks never completed a single "
-                     "collective together, which points at the platform (network, GPUs, a rank still starting), not the model")
+        parts.append(
+            "every one of them was in its first collective: the ranks never completed a single "
+            "collective together, which points at the platform (network, GPUs, a rank still starting), not the model"
+        )
     if objects and not first:
-        parts.append("the collective is the size exchange of all_gather_object or gather_object (one number per rank), "
-                     "which torch.distributed.checkpoint's save steps begin with")
+        parts.append(
+            "the collective is the size exchange of all_gather_object or gather_object (one number per rank), "
+            "which torch.distributed.checkpoint's save steps begin with"
+        )
     if behind:
-        parts.append(f"{ranks_text(behind)} had made the least progress and {'is' if len(behind) == 1 else 'are'} behind the others")
+        parts.append(
+            f"{ranks_text(behind)} had made the least progress and {'is' if len(behind) == 1 else 'are'} behind the others"
+        )
     if disagree:
-        parts.append("ranks were in different collectives at the same or adjacent SeqNum: the code paths differ between ranks (a desync)")
+        parts.append(
+            "ranks were in different collectives at the same or adjacent SeqNum: the code paths differ between ranks (a desync)"
+        )
     if silent:
-        parts.append(f"{ranks_text(silent)} of {size} never reported a timeout: "
-                     f"{'it is' if len(silent) == 1 else 'they are'} most likely where the job is stuck")
+        parts.append(
+            f"{ranks_text(silent)} of {size} never reported a timeout: "
+            f"{'it is' if len(silent) == 1 else 'they are'} most likely where the job is stuck"
+        )
     if failure is not None:
         parts.insert(0, failure_text(failure) + f"; the {len(reporting)} timeout(s) that follow are its effect")
     summary = "; ".join(parts) + "."
-    return RankVerdict(summary=summary[0].upper() + summary[1:], behind=behind, silent=silent, disagree=disagree,
-                       table=table, groups=_groups(reporting, silent, behind), first_collective=first,
-                       object_collective=objects)
+    return RankVerdict(
+        summary=summary[0].upper() + summary[1:],
+        behind=behind,
+        silent=silent,
+        disagree=disagree,
+        table=table,
+        groups=_groups(reporting, silent, behind),
+        first_collective=first,
+        object_collective=objects,
+    )
 
 
 def failure_text(failure: Failure) -> str:
@@ -85,9 +103,13 @@ def failure_text(failure: Failure) -> str:
 def verdict_facts(verdict: RankVerdict | None) -> dict[str, Any]:
     if verdict is None:
         return {}
-    return {"silent_ranks": verdict.silent, "behind_ranks": verdict.behind,
-            "ranks_disagree": verdict.disagree, "first_collective": verdict.first_collective,
-            "object_collective": verdict.object_collective}
+    return {
+        "silent_ranks": verdict.silent,
+        "behind_ranks": verdict.behind,
+        "ranks_disagree": verdict.disagree,
+        "first_collective": verdict.first_collective,
+        "object_collective": verdict.object_collective,
+    }
 
 
 def _size_exchange(state: RankState) -> bool:
@@ -135,8 +157,7 @@ def _groups(reporting: dict[int, RankState], silent: list[int], behind: list[int
             where += f", last completed {completed}"
         if pg is not None:
             where += f" (process group {pg})"
-        groups.append({"ranks": sorted(members), "where": where, "state": "timed out",
-                       "odd": any(r in behind for r in members)})
+        groups.append({"ranks": sorted(members), "where": where, "state": "timed out", "odd": any(r in behind for r in members)})
     if silent:
         groups.append({"ranks": silent, "where": "no timeout line", "state": "silent", "odd": True})
     groups.sort(key=lambda g: (g["odd"], -len(g["ranks"]), g["ranks"][0]))
@@ -161,9 +182,17 @@ def stack_groups(stacks: list[tuple[Stack, str | None]]) -> list[dict]:
     for place, members in by_place.items():
         ranks = sorted({s.rank for s, _ in members if s.rank is not None})
         who = ranks_text(ranks) if ranks else f"{len(members)} stack{'s' if len(members) > 1 else ''}"
-        groups.append({"label": who, "ranks": ranks, "count": len(members), "where": place[0],
-                       "frames": list(place), "line": members[0][0].frame_lines[0] if members[0][0].frame_lines else None,
-                       "file": members[0][1]})
+        groups.append(
+            {
+                "label": who,
+                "ranks": ranks,
+                "count": len(members),
+                "where": place[0],
+                "frames": list(place),
+                "line": members[0][0].frame_lines[0] if members[0][0].frame_lines else None,
+                "file": members[0][1],
+            }
+        )
     groups.sort(key=lambda g: (-g["count"], g["where"]))
     largest = groups[0]["count"] if groups else 0
     for g in groups:

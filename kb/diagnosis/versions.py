@@ -3,6 +3,7 @@
 Release names are reduced to their numbers first, so 'core_v0.17.0', '2.5.1+cu121', 'v2.21.5-1' and
 '2.30.7' all compare as plain versions.
 """
+
 from __future__ import annotations
 
 import functools
@@ -48,8 +49,12 @@ def version_in(version: str | Version, spec: str) -> bool:
 
 # The release lines a range read from wording is checked against (minor releases, first and a late patch).
 RELEASE_LINES = {
-    "pytorch": tuple(f"{major}.{minor}.{patch}" for major, minors in ((1, range(13, 14)), (2, range(0, 16)))
-                     for minor in minors for patch in (0, 9)),
+    "pytorch": tuple(
+        f"{major}.{minor}.{patch}"
+        for major, minors in ((1, range(13, 14)), (2, range(0, 16)))
+        for minor in minors
+        for patch in (0, 9)
+    ),
     "nccl": tuple(f"2.{minor}.{patch}" for minor in range(18, 31) for patch in (0, 9)),
 }
 
@@ -65,14 +70,30 @@ def versions_overlap(software: str, specs: list[str]) -> bool:
 
 def versions_text(versions: dict[str, str]) -> str:
     """`{pytorch: '<2.14'}` as a reader sees it: 'PyTorch < 2.14'."""
-    return " · ".join(f"{SOFTWARE_NAMES.get(name, name)} {spec.replace(',', ', ')}".replace(">=", "≥ ").replace("<=", "≤ ")
-                      .replace("==", "= ").replace("<", "< ").replace(">", "> ").replace("  ", " ")
-                      for name, spec in versions.items())
+    return " · ".join(
+        f"{SOFTWARE_NAMES.get(name, name)} {spec.replace(',', ', ')}".replace(">=", "≥ ")
+        .replace("<=", "≤ ")
+        .replace("==", "= ")
+        .replace("<", "< ")
+        .replace(">", "> ")
+        .replace("  ", " ")
+        for name, spec in versions.items()
+    )
 
 
 SOFTWARE_NAMES = {
-    "pytorch": "PyTorch", "nccl": "NCCL", "cuda": "CUDA", "megatron-lm": "Megatron-LM (core)",
-    "transformer-engine": "TransformerEngine", "deepspeed": "DeepSpeed", "accelerate": "accelerate",
-    "transformers": "transformers", "trl": "TRL", "huggingface-hub": "huggingface_hub",
-    "autotrain-advanced": "AutoTrain", "open-mpi": "Open MPI", "linux-kernel": "Linux", "nvidia-driver": "NVIDIA driver",
+    "pytorch": "PyTorch",
+    "nccl": "NCCL",
+    "cuda": "CUDA",
+    "megatron-lm": "Megatron-LM (core)",
+    "transformer-engine": "TransformerEngine",
+    "deepspeed": "DeepSpeed",
+    "accelerate": "accelerate",
+    "transformers": "transformers",
+    "trl": "TRL",
+    "huggingface-hub": "huggingface_hub",
+    "autotrain-advanced": "AutoTrain",
+    "open-mpi": "Open MPI",
+    "linux-kernel": "Linux",
+    "nvidia-driver": "NVIDIA driver",
 }

@@ -5,65 +5,63 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='Case',
+            name="Case",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.SlugField(max_length=100, unique=True)),
-                ('title', models.CharField(max_length=200)),
-                ('summary', models.TextField()),
-                ('applies_to', models.JSONField(default=list)),
-                ('symptoms', models.JSONField(default=list)),
-                ('signatures', models.JSONField(default=list)),
-                ('related', models.JSONField(default=list)),
-                ('references', models.JSONField(default=list)),
-                ('sections', models.JSONField(default=list)),
-                ('body_html', models.TextField()),
-                ('last_reviewed', models.DateField()),
-                ('source_path', models.CharField(max_length=300)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("slug", models.SlugField(max_length=100, unique=True)),
+                ("title", models.CharField(max_length=200)),
+                ("summary", models.TextField()),
+                ("applies_to", models.JSONField(default=list)),
+                ("symptoms", models.JSONField(default=list)),
+                ("signatures", models.JSONField(default=list)),
+                ("related", models.JSONField(default=list)),
+                ("references", models.JSONField(default=list)),
+                ("sections", models.JSONField(default=list)),
+                ("body_html", models.TextField()),
+                ("last_reviewed", models.DateField()),
+                ("source_path", models.CharField(max_length=300)),
             ],
             options={
-                'ordering': ['title'],
+                "ordering": ["title"],
             },
         ),
         migrations.CreateModel(
-            name='ContentState',
+            name="ContentState",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('revision', models.CharField(max_length=40)),
-                ('loaded_at', models.DateTimeField(auto_now=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("revision", models.CharField(max_length=40)),
+                ("loaded_at", models.DateTimeField(auto_now=True)),
             ],
         ),
         migrations.CreateModel(
-            name='Alias',
+            name="Alias",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.SlugField(max_length=100, unique=True)),
-                ('case', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='aliases', to='kb.case')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("slug", models.SlugField(max_length=100, unique=True)),
+                ("case", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="aliases", to="kb.case")),
             ],
         ),
         migrations.CreateModel(
-            name='Tag',
+            name="Tag",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('facet', models.CharField(max_length=20)),
-                ('value', models.CharField(max_length=40)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("facet", models.CharField(max_length=20)),
+                ("value", models.CharField(max_length=40)),
             ],
             options={
-                'ordering': ['facet', 'value'],
-                'constraints': [models.UniqueConstraint(fields=('facet', 'value'), name='tag_unique')],
+                "ordering": ["facet", "value"],
+                "constraints": [models.UniqueConstraint(fields=("facet", "value"), name="tag_unique")],
             },
         ),
         migrations.AddField(
-            model_name='case',
-            name='tags',
-            field=models.ManyToManyField(related_name='cases', to='kb.tag'),
+            model_name="case",
+            name="tags",
+            field=models.ManyToManyField(related_name="cases", to="kb.tag"),
         ),
     ]

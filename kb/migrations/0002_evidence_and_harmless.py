@@ -4,60 +4,59 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('kb', '0001_initial'),
+        ("kb", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='HarmlessLine',
+            name="HarmlessLine",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.SlugField(max_length=100, unique=True)),
-                ('title', models.CharField(max_length=200)),
-                ('pattern', models.TextField()),
-                ('flags', models.JSONField(default=list)),
-                ('printed_by', models.TextField()),
-                ('versions', models.JSONField(default=dict)),
-                ('why', models.TextField()),
-                ('instead', models.TextField()),
-                ('examples', models.JSONField(default=list)),
-                ('references', models.JSONField(default=list)),
-                ('source_path', models.CharField(max_length=300)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("slug", models.SlugField(max_length=100, unique=True)),
+                ("title", models.CharField(max_length=200)),
+                ("pattern", models.TextField()),
+                ("flags", models.JSONField(default=list)),
+                ("printed_by", models.TextField()),
+                ("versions", models.JSONField(default=dict)),
+                ("why", models.TextField()),
+                ("instead", models.TextField()),
+                ("examples", models.JSONField(default=list)),
+                ("references", models.JSONField(default=list)),
+                ("source_path", models.CharField(max_length=300)),
             ],
             options={
-                'ordering': ['title'],
+                "ordering": ["title"],
             },
         ),
         migrations.AddField(
-            model_name='case',
-            name='conditions',
+            model_name="case",
+            name="conditions",
             field=models.JSONField(default=list),
         ),
         migrations.AddField(
-            model_name='case',
-            name='do_first',
+            model_name="case",
+            name="do_first",
             field=models.JSONField(default=list),
         ),
         migrations.AddField(
-            model_name='case',
-            name='frames',
+            model_name="case",
+            name="frames",
             field=models.JSONField(default=list),
         ),
         migrations.AddField(
-            model_name='case',
-            name='guide',
+            model_name="case",
+            name="guide",
             field=models.BooleanField(default=False),
         ),
         migrations.AddField(
-            model_name='case',
-            name='reviewed_against',
+            model_name="case",
+            name="reviewed_against",
             field=models.JSONField(default=dict),
         ),
         migrations.AddField(
-            model_name='case',
-            name='steps',
+            model_name="case",
+            name="steps",
             field=models.JSONField(default=list),
         ),
     ]

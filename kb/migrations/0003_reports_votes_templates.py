@@ -5,74 +5,95 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('kb', '0002_evidence_and_harmless'),
+        ("kb", "0002_evidence_and_harmless"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Report',
+            name="Report",
             fields=[
-                ('id', models.CharField(max_length=64, primary_key=True, serialize=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('expires_at', models.DateTimeField(db_index=True)),
-                ('delete_token_hash', models.CharField(max_length=64)),
-                ('data', models.JSONField(default=dict)),
-                ('log', models.TextField(blank=True)),
-                ('masked', models.BooleanField(default=False)),
-                ('best_slug', models.CharField(blank=True, max_length=100)),
+                ("id", models.CharField(max_length=64, primary_key=True, serialize=False)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("expires_at", models.DateTimeField(db_index=True)),
+                ("delete_token_hash", models.CharField(max_length=64)),
+                ("data", models.JSONField(default=dict)),
+                ("log", models.TextField(blank=True)),
+                ("masked", models.BooleanField(default=False)),
+                ("best_slug", models.CharField(blank=True, max_length=100)),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='CaseMatchDay',
+            name="CaseMatchDay",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.CharField(max_length=100)),
-                ('day', models.DateField()),
-                ('count', models.PositiveIntegerField(default=0)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("slug", models.CharField(max_length=100)),
+                ("day", models.DateField()),
+                ("count", models.PositiveIntegerField(default=0)),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('slug', 'day'), name='case_match_day_unique')],
+                "constraints": [models.UniqueConstraint(fields=("slug", "day"), name="case_match_day_unique")],
             },
         ),
         migrations.CreateModel(
-            name='LineTemplate',
+            name="LineTemplate",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('origin', models.CharField(choices=[('unmatched', 'matched nothing'), ('voted-wrong', 'voted wrong')], max_length=12)),
-                ('template', models.TextField()),
-                ('length', models.PositiveSmallIntegerField()),
-                ('head', models.CharField(max_length=200)),
-                ('example', models.TextField(blank=True)),
-                ('count', models.PositiveIntegerField(default=1)),
-                ('first_seen', models.DateTimeField(auto_now_add=True)),
-                ('last_seen', models.DateTimeField(db_index=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "origin",
+                    models.CharField(choices=[("unmatched", "matched nothing"), ("voted-wrong", "voted wrong")], max_length=12),
+                ),
+                ("template", models.TextField()),
+                ("length", models.PositiveSmallIntegerField()),
+                ("head", models.CharField(max_length=200)),
+                ("example", models.TextField(blank=True)),
+                ("count", models.PositiveIntegerField(default=1)),
+                ("first_seen", models.DateTimeField(auto_now_add=True)),
+                ("last_seen", models.DateTimeField(db_index=True)),
             ],
             options={
-                'ordering': ['-count', '-last_seen'],
-                'indexes': [models.Index(fields=['origin', 'length', 'head'], name='line_template_key')],
+                "ordering": ["-count", "-last_seen"],
+                "indexes": [models.Index(fields=["origin", "length", "head"], name="line_template_key")],
             },
         ),
         migrations.CreateModel(
-            name='Vote',
+            name="Vote",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('target', models.CharField(choices=[('result', 'result'), ('report', 'report'), ('case', 'case page'), ('wizard', 'troubleshooter outcome')], max_length=10)),
-                ('target_ref', models.CharField(blank=True, max_length=300)),
-                ('case_slug', models.CharField(blank=True, db_index=True, max_length=100)),
-                ('answer', models.CharField(choices=[('yes', 'yes'), ('no', 'no'), ('other', 'it was another case')], max_length=8)),
-                ('other_case', models.CharField(blank=True, max_length=100)),
-                ('step', models.CharField(blank=True, max_length=40)),
-                ('ballot', models.CharField(max_length=80, unique=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('report', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='votes', to='kb.report')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "target",
+                    models.CharField(
+                        choices=[
+                            ("result", "result"),
+                            ("report", "report"),
+                            ("case", "case page"),
+                            ("wizard", "troubleshooter outcome"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                ("target_ref", models.CharField(blank=True, max_length=300)),
+                ("case_slug", models.CharField(blank=True, db_index=True, max_length=100)),
+                (
+                    "answer",
+                    models.CharField(choices=[("yes", "yes"), ("no", "no"), ("other", "it was another case")], max_length=8),
+                ),
+                ("other_case", models.CharField(blank=True, max_length=100)),
+                ("step", models.CharField(blank=True, max_length=40)),
+                ("ballot", models.CharField(max_length=80, unique=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                (
+                    "report",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="votes", to="kb.report"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
     ]

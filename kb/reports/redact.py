@@ -3,6 +3,7 @@
 Every pattern is linear-time (bounded classes, no nested quantifiers) and keeps the name of what it
 replaced, so a reader still sees that a token was there ("hf_[REDACTED]").
 """
+
 from __future__ import annotations
 
 import re
@@ -12,48 +13,79 @@ REDACTED = "[REDACTED]"
 
 # (name, pattern, replacement). Order matters: whole blocks and URL credentials before single tokens.
 _SECRET_RULES: list[tuple[str, re.Pattern, str | Callable[[re.Match], str]]] = [
-    ("private key block", re.compile(
-        r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----[\s\S]{0,20000}?"
-        r"(?:-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\n[ \t]*\n|$)"),
-     "-----BEGIN PRIVATE KEY----- " + REDACTED + " -----END PRIVATE KEY-----"),
-    ("password in a URL", re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@]{1,200}:)[^\s@/]{1,200}@"),
-     lambda m: m.group(1) + REDACTED + "@"),
+    (
+        "private key block",
+        re.compile(
+            r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----[\s\S]{0,20000}?"
+            r"(?:-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\n[ \t]*\n|$)"
+        ),
+        "-----BEGIN PRIVATE KEY----- " + REDACTED + " -----END PRIVATE KEY-----",
+    ),
+    (
+        "password in a URL",
+        re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@]{1,200}:)[^\s@/]{1,200}@"),
+        lambda m: m.group(1) + REDACTED + "@",
+    ),
     ("Hugging Face token", re.compile(r"\bhf_[A-Za-z0-9]{20,}"), "hf_" + REDACTED),
     ("Hugging Face org token", re.compile(r"\bapi_org_[A-Za-z0-9]{20,}"), "api_org_" + REDACTED),
     ("GitHub fine-grained token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), "github_pat_" + REDACTED),
     ("GitHub token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), lambda m: m.group(0)[:4] + REDACTED),
     ("AWS access key id", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b"), "AKIA" + REDACTED),
-    ("AWS secret or session key", re.compile(
-        r"(?i)\b(aws_?secret_?access_?key|aws_?session_?token|secretaccesskey|sessiontoken)(\"?'?\s{0,3}[:=]\s{0,3}\"?'?)"
-        r"[A-Za-z0-9/+=]{16,}"),
-     lambda m: m.group(1) + m.group(2) + REDACTED),
-    ("W&B API key", re.compile(r"(?i)\b(wandb_api_key\"?'?\s{0,3}[:=]\s{0,3}\"?'?)[A-Za-z0-9_-]{20,}"),
-     lambda m: m.group(1) + REDACTED),
-    ("W&B key on a wandb line", re.compile(r"(?i)(\bwandb\b[^\n]{0,80}?)\b(?:local-)?[0-9a-f]{40}\b"),
-     lambda m: m.group(1) + REDACTED),
+    (
+        "AWS secret or session key",
+        re.compile(
+            r"(?i)\b(aws_?secret_?access_?key|aws_?session_?token|secretaccesskey|sessiontoken)(\"?'?\s{0,3}[:=]\s{0,3}\"?'?)"
+            r"[A-Za-z0-9/+=]{16,}"
+        ),
+        lambda m: m.group(1) + m.group(2) + REDACTED,
+    ),
+    (
+        "W&B API key",
+        re.compile(r"(?i)\b(wandb_api_key\"?'?\s{0,3}[:=]\s{0,3}\"?'?)[A-Za-z0-9_-]{20,}"),
+        lambda m: m.group(1) + REDACTED,
+    ),
+    (
+        "W&B key on a wandb line",
+        re.compile(r"(?i)(\bwandb\b[^\n]{0,80}?)\b(?:local-)?[0-9a-f]{40}\b"),
+        lambda m: m.group(1) + REDACTED,
+    ),
     ("W&B local key", re.compile(r"\blocal-[0-9a-f]{40}\b"), "local-" + REDACTED),
     ("bearer token", re.compile(r"(?i)\b(bearer\s{1,3})[A-Za-z0-9._~+/=-]{8,}"), lambda m: m.group(1) + REDACTED),
-    ("basic auth header", re.compile(r"(?i)\b(authorization:\s{0,3}basic\s{1,3})[A-Za-z0-9+/=]{8,}"),
-     lambda m: m.group(1) + REDACTED),
+    (
+        "basic auth header",
+        re.compile(r"(?i)\b(authorization:\s{0,3}basic\s{1,3})[A-Za-z0-9+/=]{8,}"),
+        lambda m: m.group(1) + REDACTED,
+    ),
     ("OpenAI-style key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"), "sk-" + REDACTED),
     ("Slack token", re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), "xox-" + REDACTED),
-    ("password, token or key assignment", re.compile(
-        r"(?i)\b((?:[a-z0-9]{1,20}_)?(?:password|passwd|pwd|secret|token|api_?key|access_?key|secret_?key|auth_?token)"
-        r"\"?'?\s{0,3}[:=]\s{0,3}\"?'?)(?!\[REDACTED\])[^\s\"',;&]{4,}"),
-     lambda m: m.group(1) + REDACTED),
-    ("netrc password", re.compile(r"(?i)\b(machine\s{1,3}\S{1,200}\s{1,3}login\s{1,3}\S{1,200}\s{1,3}password\s{1,3})\S{1,400}"),
-     lambda m: m.group(1) + REDACTED),
+    (
+        "password, token or key assignment",
+        re.compile(
+            r"(?i)\b((?:[a-z0-9]{1,20}_)?(?:password|passwd|pwd|secret|token|api_?key|access_?key|secret_?key|auth_?token)"
+            r"\"?'?\s{0,3}[:=]\s{0,3}\"?'?)(?!\[REDACTED\])[^\s\"',;&]{4,}"
+        ),
+        lambda m: m.group(1) + REDACTED,
+    ),
+    (
+        "netrc password",
+        re.compile(r"(?i)\b(machine\s{1,3}\S{1,200}\s{1,3}login\s{1,3}\S{1,200}\s{1,3}password\s{1,3})\S{1,400}"),
+        lambda m: m.group(1) + REDACTED,
+    ),
 ]
 # A bare line of base64 as long as a PEM body line: key material cut off from its BEGIN line.
 _KEY_BODY_RE = re.compile(r"(?m)^[ \t]{0,8}[A-Za-z0-9+/]{60,76}={0,2}[ \t]{0,8}$")
 
 _IPV4_RE = re.compile(r"(?<![\d.])(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3}(?![\d.])")
 _IPV6_RE = re.compile(r"(?i)(?<![0-9a-f:])(?:[0-9a-f]{1,4}:){4,7}[0-9a-f]{1,4}(?![0-9a-f:])|\bfe80::[0-9a-f:]{2,40}")
-_FQDN_RE = re.compile(r"(?i)\b[a-z0-9](?:[a-z0-9-]{0,62})(?:\.[a-z0-9-]{1,63}){1,8}\.(?:com|net|org|io|ai|dev|cloud|internal|"
-                      r"local|lan|corp|cluster|svc|edu|gov|de|fr|uk|cn|jp)\b")
+_FQDN_RE = re.compile(
+    r"(?i)\b[a-z0-9](?:[a-z0-9-]{0,62})(?:\.[a-z0-9-]{1,63}){1,8}\.(?:com|net|org|io|ai|dev|cloud|internal|"
+    r"local|lan|corp|cluster|svc|edu|gov|de|fr|uk|cn|jp)\b"
+)
 _USER_PATH_RE = re.compile(r"(/(?:home|Users|users|scratch|work|u|mnt/home|data/home)/)([A-Za-z0-9._-]{1,64})(?=/|\b)")
 _WIN_USER_RE = re.compile(r"(?i)([A-Z]:\\Users\\)([^\\\s]{1,64})")
-_NCCL_HOST_RE = re.compile(r"(?m)^([ \t]{0,4}(?:\[[^\]\n]{1,40}\][ :]{0,2})?)([A-Za-z][A-Za-z0-9_.-]{0,62})(?=:\d{1,8}:\d{1,8} \[)")
+_NCCL_HOST_RE = re.compile(
+    r"(?m)^([ \t]{0,4}(?:\[[^\]\n]{1,40}\][ :]{0,2})?)([A-Za-z][A-Za-z0-9_.-]{0,62})(?=:\d{1,8}:\d{1,8} \[)"
+)
 _KEEP_WORDS = {"localhost"}
 
 
@@ -94,8 +126,10 @@ def clean_data(data: Any, *, mask: bool = False, hosts: Iterable[str] = ()) -> A
     if isinstance(data, str):
         return clean_text(data, mask=mask, hosts=hosts)
     if isinstance(data, dict):
-        return {clean_data(k, mask=mask, hosts=hosts) if isinstance(k, str) else k: clean_data(v, mask=mask, hosts=hosts)
-                for k, v in data.items()}
+        return {
+            clean_data(k, mask=mask, hosts=hosts) if isinstance(k, str) else k: clean_data(v, mask=mask, hosts=hosts)
+            for k, v in data.items()
+        }
     if isinstance(data, (list, tuple)):
         return [clean_data(v, mask=mask, hosts=hosts) for v in data]
     return data

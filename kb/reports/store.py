@@ -1,5 +1,6 @@
 """Writing and reading reports, votes, match counts and line templates. No log text is ever written
 unredacted; for pastes nothing explained, only templates and counts."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -45,9 +46,15 @@ def report_create(snapshot: dict[str, Any], *, log: str | None = None, mask: boo
         stored_log = clean_text(log[:STORED_LOG_LIMIT], mask=mask, hosts=hosts)
     token = secrets.token_urlsafe(24)
     best = data.get("best_slug") or ""
-    report = Report.objects.create(id=secrets.token_urlsafe(24), expires_at=timezone.now() + dt.timedelta(days=expiry_days()),
-                                   delete_token_hash=token_hash(token), data=data, log=stored_log, masked=mask,
-                                   best_slug=best[:100])
+    report = Report.objects.create(
+        id=secrets.token_urlsafe(24),
+        expires_at=timezone.now() + dt.timedelta(days=expiry_days()),
+        delete_token_hash=token_hash(token),
+        data=data,
+        log=stored_log,
+        masked=mask,
+        best_slug=best[:100],
+    )
     return report, token
 
 
@@ -72,21 +79,38 @@ def reports_purge(now: dt.datetime | None = None) -> int:
 
 # --- votes -----------------------------------------------------------------------------------------
 
+
 class VoteRefused(Exception):
     pass
 
 
-def vote_record(*, target: str, answer: str, ballot: str, case_slug: str = "", target_ref: str = "",
-                other_case: str = "", step: str = "", report: Report | None = None) -> Vote:
+def vote_record(
+    *,
+    target: str,
+    answer: str,
+    ballot: str,
+    case_slug: str = "",
+    target_ref: str = "",
+    other_case: str = "",
+    step: str = "",
+    report: Report | None = None,
+) -> Vote:
     if target not in dict(Vote.TARGETS) or answer not in dict(Vote.ANSWERS):
         raise VoteRefused("That is not an answer this form offers.")
     if not ballot or len(ballot) > 80:
         raise VoteRefused("This form is out of date: reload the page and vote again.")
     try:
         with transaction.atomic():
-            return Vote.objects.create(target=target, answer=answer, ballot=ballot, case_slug=case_slug[:100],
-                                       target_ref=target_ref[:300], other_case=other_case[:100] if answer == "other" else "",
-                                       step=step[:40] if answer == "yes" else "", report=report)
+            return Vote.objects.create(
+                target=target,
+                answer=answer,
+                ballot=ballot,
+                case_slug=case_slug[:100],
+                target_ref=target_ref[:300],
+                other_case=other_case[:100] if answer == "other" else "",
+                step=step[:40] if answer == "yes" else "",
+                report=report,
+            )
     except IntegrityError:
         raise VoteRefused("A vote was already counted for this.") from None
 
@@ -98,8 +122,15 @@ def case_feedback(slug: str, days: int = 30) -> dict[str, Any]:
     votes = Vote.objects.filter(case_slug=slug, created_at__gte=since)
     answers = dict(votes.values_list("answer").annotate(n=Count("id")))
     steps = list(votes.filter(answer="yes").exclude(step="").values("step").annotate(n=Count("id")).order_by("-n", "step"))
-    return {"days": days, "matched": matched, "yes": answers.get("yes", 0), "no": answers.get("no", 0),
-            "other": answers.get("other", 0), "steps": steps, "votes": sum(answers.values())}
+    return {
+        "days": days,
+        "matched": matched,
+        "yes": answers.get("yes", 0),
+        "no": answers.get("no", 0),
+        "other": answers.get("other", 0),
+        "steps": steps,
+        "votes": sum(answers.values()),
+    }
 
 
 def match_count(slug: str, day: dt.date | None = None) -> None:
@@ -116,6 +147,7 @@ def match_count(slug: str, day: dt.date | None = None) -> None:
 
 # --- the curators' report ---------------------------------------------------------------------------
 
+
 def templates_record(origin: str, templates: Iterable[str]) -> int:
     """Fold line templates into the stored clusters (Drain: same length and first token, then similarity)."""
     now = timezone.now()
@@ -128,8 +160,9 @@ def templates_record(origin: str, templates: Iterable[str]) -> int:
             candidates = list(LineTemplate.objects.select_for_update().filter(origin=origin, length=length, head=head)[:200])
             index = tpl.best_cluster(tokens, [c.template.split(" ") for c in candidates])
             if index is None:
-                LineTemplate.objects.create(origin=origin, template=template, length=length, head=head, example=template,
-                                            count=1, last_seen=now)
+                LineTemplate.objects.create(
+                    origin=origin, template=template, length=length, head=head, example=template, count=1, last_seen=now
+                )
             else:
                 row = candidates[index]
                 row.template = " ".join(tpl.merged(row.template.split(" "), tokens))

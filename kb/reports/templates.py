@@ -9,6 +9,7 @@ Drain3 (the maintained implementation) was considered: it keeps its state in its
 objects and pulls in cachetools and jsonpickle; the part used here is about sixty lines and must write
 to this site's database, so it lives here, with tests.
 """
+
 from __future__ import annotations
 
 import re
@@ -34,8 +35,10 @@ _VARIABLES: list[tuple[re.Pattern, str]] = [
 ]
 _TOKEN_RE = re.compile(r"\S+")
 # Lines worth a curator's look: they say something went wrong.
-INTERESTING_RE = re.compile(r"(?i)error|fail|timeout|timed out|abort|exception|fatal|killed|hang|stuck|"
-                            r"watchdog|terminat|traceback|segmentation|signal|refused|unreachable|denied|warn")
+INTERESTING_RE = re.compile(
+    r"(?i)error|fail|timeout|timed out|abort|exception|fatal|killed|hang|stuck|"
+    r"watchdog|terminat|traceback|segmentation|signal|refused|unreachable|denied|warn"
+)
 _PLACEHOLDER_RE = re.compile(r"<(?:host|ip|user|time|glog|uuid|hex|path|num|\*)>")
 
 
@@ -143,11 +146,13 @@ def draft_signature(template: str, example: str | None = None) -> str:
     ident = "-".join(w.lower() for w in words) or "new-signature"
     pattern = draft_pattern(template).replace("'", "''")
     sample = (example or template).replace('"', '\\"')
-    return (f"  - id: {ident}\n"
-            f"    description: TODO say in words what this line means and which program prints it.\n"
-            f"    pattern: '{pattern}'\n"
-            f"    weight: 3\n"
-            f"    anchor: false\n"
-            f"    examples:\n"
-            f"      - text: \"{sample}\"\n"
-            f"        release: \"TODO program and release whose source prints this\"\n")
+    return (
+        f"  - id: {ident}\n"
+        f"    description: TODO say in words what this line means and which program prints it.\n"
+        f"    pattern: '{pattern}'\n"
+        f"    weight: 3\n"
+        f"    anchor: false\n"
+        f"    examples:\n"
+        f'      - text: "{sample}"\n'
+        f'        release: "TODO program and release whose source prints this"\n'
+    )

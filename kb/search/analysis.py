@@ -3,6 +3,7 @@
 Log identifiers must survive whole (`ALLGATHER_BASE`, `NCCL_SOCKET_IFNAME`, `ProcessGroupNCCL.cpp`)
 so an exact identifier ranks first, and their parts must be searchable too (`allgather`, `ifname`).
 """
+
 import functools
 import re
 from typing import Iterator
@@ -48,8 +49,9 @@ STOP_WORDS = frozenset(
 
 def log_analyzer():
     """Tokenizer + parts + lowercase + stop words. Used at index time and to build queries."""
-    return (RegexTokenizer(TOKEN_PATTERN) | IdentifierPartsFilter() | LowercaseFilter()
-            | StopFilter(stoplist=STOP_WORDS, minsize=2))
+    return (
+        RegexTokenizer(TOKEN_PATTERN) | IdentifierPartsFilter() | LowercaseFilter() | StopFilter(stoplist=STOP_WORDS, minsize=2)
+    )
 
 
 def query_terms(text: str, limit: int = 64) -> list[str]:

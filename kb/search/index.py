@@ -4,6 +4,7 @@ Only `load_content` writes: it builds a fresh index in a new directory and then 
 `current` symlink with an atomic rename, so readers never see a half-built index. Web processes
 only open what `current` points at.
 """
+
 from __future__ import annotations
 
 import functools
@@ -87,9 +88,14 @@ def section_passages(body_html: str) -> list[dict]:
     out: list[dict] = []
     for index, heading in enumerate(headings):
         end = headings[index + 1].start() if index + 1 < len(headings) else len(body_html)
-        out.append({"id": heading.group(2), "level": int(heading.group(1)),
-                    "title": _plain_text(heading.group(3)).rstrip("#").strip(),
-                    "text": _plain_text(body_html[heading.end():end])})
+        out.append(
+            {
+                "id": heading.group(2),
+                "level": int(heading.group(1)),
+                "title": _plain_text(heading.group(3)).rstrip("#").strip(),
+                "text": _plain_text(body_html[heading.end() : end]),
+            }
+        )
     return out
 
 
@@ -112,13 +118,20 @@ def index_write(build: Path, docs: list["CaseDoc"], harmless: list["HarmlessDoc"
     ix = whoosh_index.create_in(build, _schema())
     writer = ix.writer()
     for doc in docs:
-        writer.add_document(**case_search_fields(doc), sections=[s.id for s in doc.body.sections],
-                            passages=section_passages(doc.body.html),
-                            url=reverse("kb:case_detail", args=[doc.slug]))
+        writer.add_document(
+            **case_search_fields(doc),
+            sections=[s.id for s in doc.body.sections],
+            passages=section_passages(doc.body.html),
+            url=reverse("kb:case_detail", args=[doc.slug]),
+        )
     for entry in harmless:
         fields = harmless_search_fields(entry)
-        writer.add_document(**fields, sections=[], passages=[{"id": "", "level": 2, "title": "", "text": fields["body"]}],
-                            url=f"{reverse('kb:harmless_list')}#{entry.slug}")
+        writer.add_document(
+            **fields,
+            sections=[],
+            passages=[{"id": "", "level": 2, "title": "", "text": fields["body"]}],
+            url=f"{reverse('kb:harmless_list')}#{entry.slug}",
+        )
     writer.commit()
 
 
@@ -227,11 +240,19 @@ def _search_built(build_dir: str, terms: tuple[str, ...], words: Words, limit: i
         found.sort(key=lambda item: item[:3])
         hits = [_hit(r, matched, words) for *_, r, matched in found[:limit]]  # passages only for those shown
         whole_words = [w for w, _, _ in words]
-        total = len(searcher.search(Or([Term(field, w) for w in whole_words for field in FIELD_BOOSTS]), limit=1)) \
-            if whole_words else 0
+        total = (
+            len(searcher.search(Or([Term(field, w) for w in whole_words for field in FIELD_BOOSTS]), limit=1))
+            if whole_words
+            else 0
+        )
         suggestion = "" if any(h.words_matched for h in hits) else _suggestion(searcher, words)
-    return SearchResults(hits=tuple(hits), total=total, words=tuple(typed for _, _, typed in words),
-                         suggestion=suggestion, loose=max(0, everything - total))
+    return SearchResults(
+        hits=tuple(hits),
+        total=total,
+        words=tuple(typed for _, _, typed in words),
+        suggestion=suggestion,
+        loose=max(0, everything - total),
+    )
 
 
 def _word_found(word: str, parts: tuple[str, ...], matched: set[str]) -> bool:
@@ -250,21 +271,32 @@ def _hit(r, matched: set[str], words: Words) -> SearchHit:
     shown |= {p for word, parts, _ in words if word not in matched for p in parts if p in matched and len(p) >= 3}
     shown = shown or {t for t in matched if len(t) >= 3}
     section, passage, marks = _where(r.get("passages") or [], frozenset(shown), r["summary"])
-    return SearchHit(slug=r["slug"], title=r["title"], summary=r["summary"], score=round(r.score, 3),
-                     url=r.get("url") or reverse("kb:case_detail", args=[r["slug"]]),
-                     section_id=section.get("id", ""), section_title=section.get("title", ""),
-                     passage_html=passage, marks=marks, words_matched=whole, words_in_part=in_part,
-                     words_total=len(words))
+    return SearchHit(
+        slug=r["slug"],
+        title=r["title"],
+        summary=r["summary"],
+        score=round(r.score, 3),
+        url=r.get("url") or reverse("kb:case_detail", args=[r["slug"]]),
+        section_id=section.get("id", ""),
+        section_title=section.get("title", ""),
+        passage_html=passage,
+        marks=marks,
+        words_matched=whole,
+        words_in_part=in_part,
+        words_total=len(words),
+    )
 
 
 def _where(passages: list[dict], matched: frozenset[str], summary: str) -> tuple[dict, str, tuple[str, ...]]:
     """The section that holds most of the matched terms (the most specific one on a tie), a passage of it
     with the terms marked, and the terms to mark on the page. Without a mention in the body, the summary."""
+
     # Cheap first pass on substrings; only the likeliest few sections are tokenised.
     def rough(item: tuple[int, dict]) -> tuple:
         lowered = (item[1]["title"] + "\n" + item[1]["text"]).lower()
         present = [t for t in matched if t in lowered]
         return (len(present), item[1]["level"], sum(lowered.count(t) for t in present), -item[0])
+
     candidates = [c for c in sorted(enumerate(passages), key=rough, reverse=True)[:4] if rough(c)[0]]
     best: tuple | None = None
     for order, section in candidates:
@@ -337,8 +369,9 @@ def _suggestion(searcher, words: Words) -> str:
             continue
         replacement = _nearest(searcher, word)
         if not replacement and len(parts) >= 2:  # `infinband_hca`: mend the parts one by one
-            mended = [part if any((field, part) in reader for field in TEXT_FIELDS) else _nearest(searcher, part)
-                      for part in parts]
+            mended = [
+                part if any((field, part) in reader for field in TEXT_FIELDS) else _nearest(searcher, part) for part in parts
+            ]
             replacement = " ".join(m for m in mended if m) if any(m != p for m, p in zip(mended, parts)) else ""
         if replacement:
             changed = True

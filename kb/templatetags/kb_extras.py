@@ -1,4 +1,5 @@
 """Template filters of the knowledge base."""
+
 import re
 
 from django import template

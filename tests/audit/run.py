@@ -10,6 +10,7 @@ status is the audit's: non-zero when it finds a vulnerability.
 
 Usage: python tests/audit/run.py PIP-AUDIT-COMMAND...
 """
+
 from __future__ import annotations
 
 import subprocess

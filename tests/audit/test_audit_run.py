@@ -1,5 +1,6 @@
 """`make audit` audits only where pip-audit's service answers, says so plainly where it does not, and fails when a
 vulnerability is found. The service is replaced by fakes: these tests need no network."""
+
 import sys
 
 import pytest
@@ -26,11 +27,14 @@ def service(name: str, version: str) -> list[str]:
     return ["PYSEC-2022-43012"] if (name, version) == run.CANARY else []
 
 
-@pytest.mark.parametrize("advisories, reason", [
-    (unreachable, "cannot be reached"),
-    (index_without_advisories, "serves no advisory data"),
-    (service_knowing_nothing, "lists no advisory for setuptools 65.5.0"),
-])
+@pytest.mark.parametrize(
+    "advisories, reason",
+    [
+        (unreachable, "cannot be reached"),
+        (index_without_advisories, "serves no advisory data"),
+        (service_knowing_nothing, "lists no advisory for setuptools 65.5.0"),
+    ],
+)
 def test_without_a_service_that_answers_the_audit_says_so_plainly_and_passes(advisories, reason, capsys, tmp_path):
     """Regression: pip-audit on an index without advisory data skipped every package and said "No known
     vulnerabilities found"."""
@@ -54,6 +58,7 @@ def test_a_clean_audit_passes(capfd):
 def test_the_make_target_runs_pip_audit_strictly_through_the_canary():
     """--strict: a package the service cannot look up fails the audit instead of being skipped silently."""
     from pathlib import Path
+
     makefile = (Path(__file__).resolve().parents[2] / "Makefile").read_text()
     recipe = makefile.split("\naudit:", 1)[1].split("\n\n", 1)[0]
     assert "tests/audit/run.py $(VENV)/bin/pip-audit --strict" in recipe

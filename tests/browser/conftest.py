@@ -3,6 +3,7 @@
 live_server makes each test transactional, and Django empties the test database after such a test.
 The content the rest of the suite expects is therefore loaded again after this folder's tests.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,16 @@ from kb.models import Case
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @dataclass
@@ -82,10 +91,20 @@ def _context_page(chromium, live_server, javascript: bool) -> Iterator[BrowserPa
         context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
     page = context.new_page()
     result = BrowserPage(page=page, base_url=live_server.url)
-    page.on("console", lambda message: result.console_errors.append(message.text)
-            if message.type == "error" and not message.text.startswith("Failed to load resource") else None)
-    page.on("response", lambda response: result.failed_responses.append((response.status, urlsplit(response.url).path))
-            if response.status >= 400 else None)
+    page.on(
+        "console",
+        lambda message: (
+            result.console_errors.append(message.text)
+            if message.type == "error" and not message.text.startswith("Failed to load resource")
+            else None
+        ),
+    )
+    page.on(
+        "response",
+        lambda response: (
+            result.failed_responses.append((response.status, urlsplit(response.url).path)) if response.status >= 400 else None
+        ),
+    )
     page.on("pageerror", lambda error: result.console_errors.append(str(error)))
     try:
         yield result

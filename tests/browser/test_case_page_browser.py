@@ -2,6 +2,7 @@
 the section being read, "#" permalinks with a name and an announced copy (on plain HTTP too), anchors that
 clear the top edge, a print style readable from dark mode, the table of contents before the metadata on a
 phone; and axe-core finds no violation of any impact on any kb page kind, light and dark."""
+
 from __future__ import annotations
 
 import json
@@ -24,7 +25,7 @@ def fenced_blocks(slug: str) -> list[str]:
     body = text.split("\n---", 2)[-1]
     blocks = []
     for indent, code in _FENCE_RE.findall(body):
-        blocks.append("\n".join(line[len(indent):] if line.startswith(indent) else line for line in code.split("\n")))
+        blocks.append("\n".join(line[len(indent) :] if line.startswith(indent) else line for line in code.split("\n")))
     return blocks
 
 
@@ -53,8 +54,10 @@ def test_every_code_block_has_a_copy_button_that_copies_the_exact_code(browser_p
 def test_copy_works_on_a_plain_http_host_without_the_async_clipboard(browser_page):
     """An intranet host over plain HTTP is not a secure context: no navigator.clipboard. The copy falls back."""
     page = browser_page.page
-    page.add_init_script("Object.defineProperty(window, 'isSecureContext', {value: false});"
-                         "Object.defineProperty(Navigator.prototype, 'clipboard', {get: () => undefined});")
+    page.add_init_script(
+        "Object.defineProperty(window, 'isSecureContext', {value: false});"
+        "Object.defineProperty(Navigator.prototype, 'clipboard', {get: () => undefined});"
+    )
     page.goto(f"{browser_page.base_url}/kb/{SLUG}/")
     page.wait_for_selector(".case-body button.copy-code")
     assert page.evaluate("() => navigator.clipboard === undefined && !window.isSecureContext")
@@ -83,11 +86,15 @@ def test_the_table_of_contents_nests_fix_steps_and_marks_the_section_being_read(
     assert page.locator("nav.toc > ol > li > ol a[href='#fix-2']").count() == 1
     assert page.locator("nav.toc > ol > li > ol a[href='#cause-1']").count() == 1
     page.evaluate("() => document.getElementById('fix-2').scrollIntoView()")
-    page.wait_for_function("() => document.querySelector(\"nav.toc a[href='#fix-2']\").getAttribute('aria-current') === 'location'")
+    page.wait_for_function(
+        "() => document.querySelector(\"nav.toc a[href='#fix-2']\").getAttribute('aria-current') === 'location'"
+    )
     assert page.locator("nav.toc a[aria-current]").count() == 1
     assert "current-parent" in page.get_attribute("nav.toc a[href='#fix']", "class")
     page.evaluate("() => document.getElementById('prevention').scrollIntoView()")
-    page.wait_for_function("() => document.querySelector(\"nav.toc a[href='#prevention']\").getAttribute('aria-current') === 'location'")
+    page.wait_for_function(
+        "() => document.querySelector(\"nav.toc a[href='#prevention']\").getAttribute('aria-current') === 'location'"
+    )
     assert page.locator("nav.toc a[aria-current]").count() == 1
 
 
@@ -139,9 +146,15 @@ def test_printing_from_dark_mode_gives_readable_code(browser_page):
 
 
 PAGES = {
-    "home": "/", "case list": "/kb/", "case list filtered": "/kb/?tag=phase:checkpoint", "case page": f"/kb/{SLUG}/",
-    "search with hits": "/search?q=NCCL_SOCKET_IFNAME", "search without hits": "/search?q=infinband_hca",
-    "search for nothing": "/search?q=zzqxv", "harmless list": "/kb/harmless/", "404": "/kb/no-such-case/",
+    "home": "/",
+    "case list": "/kb/",
+    "case list filtered": "/kb/?tag=phase:checkpoint",
+    "case page": f"/kb/{SLUG}/",
+    "search with hits": "/search?q=NCCL_SOCKET_IFNAME",
+    "search without hits": "/search?q=infinband_hca",
+    "search for nothing": "/search?q=zzqxv",
+    "harmless list": "/kb/harmless/",
+    "404": "/kb/no-such-case/",
     "highlighted case": "/kb/nccl-socket-ifname-wrong-interface/?hl=nccl_socket_ifname#fix-3",
 }
 

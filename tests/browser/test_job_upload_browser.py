@@ -1,5 +1,6 @@
 """Issue 13 in a real browser at phone width (390x844): upload a torchrun job tarball, see where every rank
 is, with and without JavaScript; the groups fit the screen and the odd one out is marked."""
+
 from __future__ import annotations
 
 import os
@@ -23,8 +24,9 @@ def _orm_beside_playwright(monkeypatch):
 def upload_job(page, base_url: str) -> None:
     page.set_viewport_size(PHONE)
     page.goto(base_url + "/")
-    page.set_input_files("#file", files=[{"name": "job-71.tar.gz", "mimeType": "application/gzip",
-                                          "buffer": tar_gz(torchrun_job(silent=0))}])
+    page.set_input_files(
+        "#file", files=[{"name": "job-71.tar.gz", "mimeType": "application/gzip", "buffer": tar_gz(torchrun_job(silent=0))}]
+    )
     page.click("form.diagnose-form button[type=submit]")
 
 

@@ -1,6 +1,7 @@
 """Issue 10 in a real browser, at a laptop (1366x900) and a phone (390x844) viewport: the answer is on
 screen after Diagnose (with and without JavaScript), evidence rows expand, Share opens in a fresh
 context, a vote is counted, the curators' page needs a staff login, inputs are never merged."""
+
 from __future__ import annotations
 
 import os
@@ -28,8 +29,11 @@ def shot(page, name: str, size: dict) -> None:
 
 
 def in_first_viewport(page, selector: str) -> bool:
-    return page.evaluate("""(sel) => { const r = document.querySelector(sel).getBoundingClientRect();
-        return r.top >= 0 && r.bottom <= window.innerHeight && r.height > 0; }""", selector)
+    return page.evaluate(
+        """(sel) => { const r = document.querySelector(sel).getBoundingClientRect();
+        return r.top >= 0 && r.bottom <= window.innerHeight && r.height > 0; }""",
+        selector,
+    )
 
 
 def diagnose(page, base_url: str, size: dict, log: str) -> None:
@@ -99,6 +103,7 @@ def test_share_opens_in_a_fresh_context_and_a_vote_is_counted(browser_page, size
     fresh.click("#vote button[type=submit]")
     fresh.wait_for_load_state()
     from kb.models import Vote
+
     assert Vote.objects.filter(target="report", answer="yes").count() == 1
     fresh.goto(url)
     assert "already counted" in fresh.inner_text("main")
@@ -115,6 +120,7 @@ def test_a_vote_on_the_result_is_counted_with_htmx(browser_page, size):
     page.click("#vote button[type=submit]")
     page.wait_for_selector("#vote.done")
     from kb.models import Vote
+
     assert Vote.objects.filter(target="result", answer="no").count() == 1
 
 
@@ -138,10 +144,12 @@ def test_a_multi_line_paste_in_the_header_goes_to_the_diagnosis(browser_page, si
     page = browser_page.page
     page.set_viewport_size(size)
     page.goto(browser_page.base_url + "/kb/")
-    page.evaluate("""(text) => { const input = document.getElementById('header-q'); input.focus();
+    page.evaluate(
+        """(text) => { const input = document.getElementById('header-q'); input.focus();
         const data = new DataTransfer(); data.setData('text/plain', text);
         input.dispatchEvent(new ClipboardEvent('paste', {clipboardData: data, bubbles: true, cancelable: true})); }""",
-                  sixty_four_rank_log())
+        sixty_four_rank_log(),
+    )
     page.wait_for_url("**/diagnose")
     page.wait_for_selector("#answer h2")
     assert "Most likely cause" in page.inner_text("#answer")

@@ -1,6 +1,7 @@
 """Search in a real browser (issue 12): a hit links to the section that mentions the words, where they are
 highlighted; search-as-you-type and the "/" shortcut on the home page, with the plain form still working
 without JavaScript; a keyword search shows no diagnosis; the case list's filter makes clean URLs."""
+
 from __future__ import annotations
 
 import pytest
@@ -100,8 +101,11 @@ def test_a_log_line_entered_in_the_header_box_is_diagnosed_without_reaching_the_
     page = browser_page_without_js.page
     secret = "hf_HeaderBoxTokenAbcdefghijklmnop0123"
     page.goto(browser_page_without_js.base_url + "/kb/")
-    page.fill("#header-q", "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, "
-                           f"Timeout(ms)=600000) ran for 600041 milliseconds before timing out. HF_TOKEN={secret}")
+    page.fill(
+        "#header-q",
+        "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, "
+        f"Timeout(ms)=600000) ran for 600041 milliseconds before timing out. HF_TOKEN={secret}",
+    )
     page.press("#header-q", "Enter")
     page.wait_for_load_state()
     assert page.url == browser_page_without_js.base_url + "/search"

@@ -1,5 +1,6 @@
 """The knowledge base in a real browser: paste a log, read the results, follow a case link to its anchor;
 no page logs a JavaScript error or a CSP violation; axe-core finds no serious accessibility problem."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,15 @@ pytestmark = pytest.mark.browser
 
 LOG = (Path(__file__).resolve().parent.parent / "fixtures" / "logs" / "fsdp_rank2_behind_torch25.log").read_text(errors="replace")
 AXE = (Path(__file__).resolve().parent / "vendor" / "axe-core-4.11.0.min.js").read_text()
-PAGES = ["/", "/kb/", "/kb/llama3-fsdp-allgather-timeout/", "/search?q=ALLGATHER_BASE+watchdog",
-         "/troubleshoot/", "/troubleshoot/hang/", "/kb/no-such-case/"]
+PAGES = [
+    "/",
+    "/kb/",
+    "/kb/llama3-fsdp-allgather-timeout/",
+    "/search?q=ALLGATHER_BASE+watchdog",
+    "/troubleshoot/",
+    "/troubleshoot/hang/",
+    "/kb/no-such-case/",
+]
 
 
 def test_pasting_a_log_shows_results_without_reload_and_links_to_the_case_section(browser_page):
@@ -67,6 +75,7 @@ def leaf_path() -> str:
     from troubleshooter.library import library_read
     from troubleshooter.tree_model import tree_walk
     from troubleshooter.links import step_url
+
     tree = library_read(settings.CONTENT_DIR).trees["hang"]
     return step_url("hang", next(iter(tree_walk(tree))))
 
@@ -85,6 +94,9 @@ def test_axe_finds_no_serious_or_critical_violation(browser_page, path):
         page.goto(browser_page.base_url + path)
     page.evaluate(AXE)  # evaluated through the DevTools protocol, so the page's CSP does not apply to it
     result = page.evaluate("async () => JSON.stringify(await axe.run(document, {resultTypes: ['violations']}))")
-    serious = [(v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3])
-               for v in json.loads(result)["violations"] if v["impact"] in ("serious", "critical")]
+    serious = [
+        (v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3])
+        for v in json.loads(result)["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
     assert serious == [], json.dumps(serious)

@@ -1,5 +1,6 @@
 """The wizard in a real browser, keyboard only: htmx swaps, focus, Back/Forward, changing an answer, download,
 and the hand-off from a pasted log."""
+
 from __future__ import annotations
 
 import os
@@ -53,7 +54,9 @@ def expect_focused_heading(page, text: str) -> None:
     """After a swap the new question (or diagnosis) heading has the focus."""
     page.wait_for_function(
         "(text) => { const e = document.activeElement; return e && e.id === 'step-focus' && e.textContent.includes(text); }",
-        arg=text, timeout=10_000)
+        arg=text,
+        timeout=10_000,
+    )
 
 
 def answers(page) -> dict[str, str]:
@@ -108,8 +111,14 @@ def test_walk_the_wizard_with_the_keyboard_only(browser_page, tmp_path):
     tab_to(page, lambda a: a["tag"] == "A" and a["text"].startswith("Change") and "How do you start the ranks?" in a["text"])
     page.keyboard.press("Enter")
     expect_focused_heading(page, "How do you start the ranks?")
-    assert answers(page) == {"when": "init", "init-log": "iface", "launcher": "mpirun", "iface": "eth0", "container": "docker",
-                             "_change": "launcher"}, "changing an earlier answer keeps the later ones"
+    assert answers(page) == {
+        "when": "init",
+        "init-log": "iface",
+        "launcher": "mpirun",
+        "iface": "eth0",
+        "container": "docker",
+        "_change": "launcher",
+    }, "changing an earlier answer keeps the later ones"
     assert page.is_checked("input[name=launcher][value=mpirun]"), "the current answer is selected"
 
     choose(page, "torchrun")
@@ -136,8 +145,9 @@ def test_walk_the_wizard_with_the_keyboard_only(browser_page, tmp_path):
     assert "launcher=torchrun" in text
 
     assert not browser_page.console_errors, "no JavaScript error and no CSP violation"
-    assert {r for r in browser_page.failed_responses if r[1] != "/favicon.ico"} == {(400, "/troubleshoot/hang/")}, \
+    assert {r for r in browser_page.failed_responses if r[1] != "/favicon.ico"} == {(400, "/troubleshoot/hang/")}, (
         "the only failed request is the refused interface"
+    )
 
 
 def test_the_wizard_works_without_javascript(browser_page_without_js):
@@ -189,8 +199,10 @@ def test_a_pasted_log_continues_in_the_troubleshooter_with_its_answers_listed(br
     page.screenshot(path=str(SHOTS / "handoff-390.png"), full_page=True)
 
     page.locator(".answer-change").first.click()
-    page.wait_for_function("() => document.activeElement && document.activeElement.id === 'step-focus' "
-                           "&& document.activeElement.textContent.includes('When does the job stop')")
+    page.wait_for_function(
+        "() => document.activeElement && document.activeElement.id === 'step-focus' "
+        "&& document.activeElement.textContent.includes('When does the job stop')"
+    )
     assert page.is_checked("input[name=when][value=compile]"), "Change selects the log's answer"
     page.screenshot(path=str(SHOTS / "change-390.png"), full_page=True)
     assert not browser_page.console_errors

@@ -5,6 +5,7 @@ Issue 15's findings: five clients trickling a body held all five sync workers, s
 access logs held query strings. Clients come from different loopback addresses (127.0.0.2, .3, .4) so that each
 test meets the per-address rate limit on its own.
 """
+
 import http.client
 import os
 import shutil
@@ -36,8 +37,9 @@ def _connection(port: int, source: str, timeout: float = 5) -> http.client.HTTPC
     return http.client.HTTPConnection("127.0.0.1", port, timeout=timeout, source_address=(source, 0))
 
 
-def _request(port: int, method: str, path: str, *, source: str = "127.0.0.1", body: bytes | None = None,
-             timeout: float = 5) -> tuple[int, bytes]:
+def _request(
+    port: int, method: str, path: str, *, source: str = "127.0.0.1", body: bytes | None = None, timeout: float = 5
+) -> tuple[int, bytes]:
     connection = _connection(port, source, timeout)
     try:
         connection.request(method, path, body=body, headers={"Content-Type": "text/plain"} if body is not None else {})
@@ -56,18 +58,44 @@ def stack():
     work = Path(tempfile.mkdtemp(prefix="kb-stack-"))
     work.chmod(0o755)
     environment = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DJANGO_ALLOW_ASYNC_UNSAFE")}
-    environment.update(DEBUG="0", SECRET_KEY="stack-test-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz",
-                       SECURE_SSL_REDIRECT="0", SQLITE_PATH=str(work / "db.sqlite3"), KB_INDEX_DIR=str(work / "index"),
-                       KB_STATIC_ROOT=str(work / "static"), KB_MAX_LOG_BYTES=str(MAX_LOG_BYTES))
+    environment.update(
+        DEBUG="0",
+        SECRET_KEY="stack-test-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz",
+        SECURE_SSL_REDIRECT="0",
+        SQLITE_PATH=str(work / "db.sqlite3"),
+        KB_INDEX_DIR=str(work / "index"),
+        KB_STATIC_ROOT=str(work / "static"),
+        KB_MAX_LOG_BYTES=str(MAX_LOG_BYTES),
+    )
     manage = [sys.executable, "manage.py"]
-    preparing = [subprocess.Popen(manage + args, cwd=ROOT, env=environment, stdout=subprocess.DEVNULL)
-                 for args in (["migrate", "--noinput"], ["collectstatic", "--noinput", "--verbosity", "0"])]
+    preparing = [
+        subprocess.Popen(manage + args, cwd=ROOT, env=environment, stdout=subprocess.DEVNULL)
+        for args in (["migrate", "--noinput"], ["collectstatic", "--noinput", "--verbosity", "0"])
+    ]
     assert all(p.wait(timeout=60) == 0 for p in preparing)
     port = _free_port()
     output = open(work / "serve.out", "w")
-    server = subprocess.Popen([sys.executable, "-m", "config.serve", "--port", str(port), "--var", str(work / "var"),
-                               "--workers", "2", "--rate", "6r/m", "--burst", str(BURST)],
-                              cwd=ROOT, env=environment, stdout=output, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "config.serve",
+            "--port",
+            str(port),
+            "--var",
+            str(work / "var"),
+            "--workers",
+            "2",
+            "--rate",
+            "6r/m",
+            "--burst",
+            str(BURST),
+        ],
+        cwd=ROOT,
+        env=environment,
+        stdout=output,
+        stderr=subprocess.STDOUT,
+    )
     try:
         deadline = time.monotonic() + 20
         while True:
@@ -97,8 +125,10 @@ def test_five_slow_clients_trickling_bodies_leave_a_page_answering_quickly(stack
     slow = []
     for _ in range(5):
         client = socket.create_connection(("127.0.0.1", port), source_address=("127.0.0.3", 0))
-        client.sendall(b"POST /api/diagnose HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n"
-                       b"Content-Length: 200000\r\n\r\nNCCL WARN ")
+        client.sendall(
+            b"POST /api/diagnose HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n"
+            b"Content-Length: 200000\r\n\r\nNCCL WARN "
+        )
         slow.append(client)
 
     def trickle() -> None:
@@ -141,11 +171,13 @@ def test_an_oversize_content_length_gets_413_from_the_proxy_before_the_body(stac
 @pytest.mark.proxy
 def test_diagnosis_posts_past_the_burst_get_429_with_a_message_and_pages_still_answer(stack):
     port = stack["port"]
-    answers = [_request(port, "POST", "/api/diagnose", source="127.0.0.2", body=b"NCCL WARN Duplicate GPU detected")
-               for _ in range(BURST + 3)]
+    answers = [
+        _request(port, "POST", "/api/diagnose", source="127.0.0.2", body=b"NCCL WARN Duplicate GPU detected")
+        for _ in range(BURST + 3)
+    ]
     statuses = [status for status, _ in answers]
     assert statuses[: BURST + 1] == [200] * (BURST + 1), statuses  # the first request plus the burst
-    assert statuses[BURST + 1:] == [429, 429]
+    assert statuses[BURST + 1 :] == [429, 429]
     assert b"Too many diagnoses from your address" in answers[-1][1]
     assert _request(port, "GET", "/kb/", source="127.0.0.2")[0] == 200  # the limit is on diagnosis POSTs only
 
@@ -154,8 +186,16 @@ def test_diagnosis_posts_past_the_burst_get_429_with_a_message_and_pages_still_a
 def test_access_logs_hold_the_path_but_never_the_query_string(stack):
     port = stack["port"]
     assert _request(port, "GET", "/search?q=hunter2-token-in-a-query", source="127.0.0.4")[0] == 200
-    assert _request(port, "POST", "/api/diagnose?top=3&note=hunter2-token-in-a-query", source="127.0.0.4",
-                    body=b"NCCL WARN Duplicate GPU detected")[0] == 200
+    assert (
+        _request(
+            port,
+            "POST",
+            "/api/diagnose?top=3&note=hunter2-token-in-a-query",
+            source="127.0.0.4",
+            body=b"NCCL WARN Duplicate GPU detected",
+        )[0]
+        == 200
+    )
     logs = {name: stack["logs"] / f"{name}-access.log" for name in ("nginx", "gunicorn")}
     expected = ('"GET /search HTTP/1.', '"POST /api/diagnose HTTP/1.')
     # A gunicorn worker writes its line after the client has the answer, so a line may lag by a moment.
@@ -169,7 +209,7 @@ def test_access_logs_hold_the_path_but_never_the_query_string(stack):
 
 
 def test_workers_follow_the_memory_when_it_holds_fewer_than_the_cpus_would_run():
-    gib = 1024 ** 3
+    gib = 1024**3
     assert workers_plan(cpus=2, available_bytes=24 * gib, budget_bytes=gib).workers == 5
     assert workers_plan(cpus=16, available_bytes=8 * gib, budget_bytes=gib).workers == 8
     assert workers_plan(cpus=4, available_bytes=gib // 2, budget_bytes=gib).workers == 1  # one, not none

@@ -1,4 +1,5 @@
 """Build small, valid case files in a temporary content/ so each schema rule can be broken on its own."""
+
 from pathlib import Path
 
 VALID_FRONT_MATTER = """\
@@ -73,8 +74,12 @@ Barriers are collectives.
 
 
 def case_text(slug: str, *, front: str | None = None, body: str | None = None) -> str:
-    return "---\n" + (front if front is not None else VALID_FRONT_MATTER.format(slug=slug)) + "---\n" + \
-        (body if body is not None else VALID_BODY)
+    return (
+        "---\n"
+        + (front if front is not None else VALID_FRONT_MATTER.format(slug=slug))
+        + "---\n"
+        + (body if body is not None else VALID_BODY)
+    )
 
 
 def write_case(content_dir: Path, slug: str, text: str | None = None) -> Path:

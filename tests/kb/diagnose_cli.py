@@ -1,4 +1,5 @@
 """Run the `diagnose` command as a user would and read its JSON."""
+
 import io
 import json
 

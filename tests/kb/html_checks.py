@@ -1,4 +1,5 @@
 """Strict HTML parsing for page tests: any parse error fails the test."""
+
 import html5lib
 
 

@@ -1,4 +1,5 @@
 """The case list (issue 12): real tags only, clean filter URLs, the triage guide first, headings in order."""
+
 import re
 
 import pytest
@@ -43,6 +44,7 @@ def test_tags_combine_with_and(client):
 
 def test_the_tag_form_is_shared_and_drops_empty_values():
     from django.http import QueryDict
+
     form = TagFilterForm(QueryDict("tag=&tag=phase:init&tag=framework:deepspeed"))
     assert form.is_valid() and form.pairs() == [("phase", "init"), ("framework", "deepspeed")]
     assert not TagFilterForm(QueryDict("tag=<script>")).is_valid()
@@ -58,8 +60,15 @@ def test_the_triage_guide_comes_first(client):
 
 
 def test_headings_do_not_skip_a_level(client):
-    for path in ("/kb/", "/kb/?tag=phase:checkpoint", "/", "/search?q=NCCL_SOCKET_IFNAME", "/search?q=zzqxv",
-                 "/kb/llama3-fsdp-allgather-timeout/", "/kb/no-such-case/"):
+    for path in (
+        "/kb/",
+        "/kb/?tag=phase:checkpoint",
+        "/",
+        "/search?q=NCCL_SOCKET_IFNAME",
+        "/search?q=zzqxv",
+        "/kb/llama3-fsdp-allgather-timeout/",
+        "/kb/no-such-case/",
+    ):
         response = client.get(path)
         assert_valid_html(response.content)
         levels = [int(n) for n in re.findall(r"<h([1-6])[ >]", response.content.decode())]

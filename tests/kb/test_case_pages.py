@@ -1,4 +1,5 @@
 """Case pages: every case renders as valid HTML with every stable anchor, and old links keep working."""
+
 import re
 
 import pytest
@@ -14,8 +15,12 @@ from tests.kb.html_checks import assert_valid_html, element_ids, main_links
 pytestmark = pytest.mark.django_db
 
 ALL_SLUGS = sorted(doc.slug for doc in case_files_read(settings.CONTENT_DIR)[0])
-CORE = ["megatron-fused-kernel-compile-hang", "llama3-fsdp-allgather-timeout",
-        "autotrain-creating-trainer-broadcast-timeout", "transformer-engine-mpi-tp-overlap-hang"]
+CORE = [
+    "megatron-fused-kernel-compile-hang",
+    "llama3-fsdp-allgather-timeout",
+    "autotrain-creating-trainer-broadcast-timeout",
+    "transformer-engine-mpi-tp-overlap-hang",
+]
 
 
 def test_the_four_core_cases_exist():
@@ -135,10 +140,11 @@ def test_pages_send_a_csp_without_inline_script(client):
 
 # --- Issue 12: a short path through each page -------------------------------------------------------------
 
+
 def test_toc_nests_causes_and_fix_steps_under_their_section(client):
     page = client.get("/kb/llama3-fsdp-allgather-timeout/").content.decode()
-    toc = page[page.index('<nav class="toc"'):page.index("</nav>", page.index('<nav class="toc"'))]
-    fix = toc[toc.index('href="#fix"'):]
+    toc = page[page.index('<nav class="toc"') : page.index("</nav>", page.index('<nav class="toc"'))]
+    fix = toc[toc.index('href="#fix"') :]
     assert fix.index("<ol>") < fix.index('href="#fix-1"') < fix.index('href="#fix-8"') < fix.index('href="#prevention"')
     assert 'href="#cause-1"' in toc and 'href="#references"' in toc
 
@@ -154,15 +160,14 @@ def test_every_permalink_has_an_accessible_name(client):
     assert len(links) >= 20
     for inner in links:
         assert '<span aria-hidden="true">#</span>' in inner and "Link to this section: " in inner
-    assert 'Link to this section: 2. See where each rank is while it hangs' in page
+    assert "Link to this section: 2. See where each rank is while it hangs" in page
 
 
 def test_edit_link_appears_only_when_the_content_repository_is_set(client, settings):
     assert "Edit this case" not in client.get("/kb/llama3-fsdp-allgather-timeout/").content.decode()
     settings.KB_CONTENT_EDIT_URL = "https://git.example.com/ml/hang-doctor/-/edit/main/content/"
     page = client.get("/kb/llama3-fsdp-allgather-timeout/").content.decode()
-    assert ('href="https://git.example.com/ml/hang-doctor/-/edit/main/content/cases/llama3-fsdp-allgather-timeout.md"'
-            in page)
+    assert 'href="https://git.example.com/ml/hang-doctor/-/edit/main/content/cases/llama3-fsdp-allgather-timeout.md"' in page
 
 
 def test_the_site_404_page_answers_with_debug_on(client, settings):

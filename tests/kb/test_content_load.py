@@ -98,11 +98,13 @@ def test_force_loads_the_same_revision_again(content, settings):
 def test_a_failed_database_write_publishes_nothing_and_leaves_no_build(content, settings, monkeypatch):
     """Regression (robustness probe): the index was swapped before the database committed."""
     import kb.content.load as load
+
     build = (settings.SEARCH_INDEX_DIR / "current").resolve()
     before = snapshot()
 
     def fail(docs):
         raise RuntimeError("database is locked")
+
     monkeypatch.setattr(load, "_write_harmless", fail)
     write_case(content, "third-case")
     with pytest.raises(RuntimeError):

@@ -2,6 +2,7 @@
 committed allow-list content/names.yaml, with its source and version range (issue 11, item 5).
 
 Pure: no database. A failure lists file:line for every offending use."""
+
 from __future__ import annotations
 
 import re
@@ -40,8 +41,9 @@ def occurrences() -> list[Occurrence]:
 
 
 def test_names_file_entries_have_every_field():
-    bad = [e.get("name", repr(e)) for e in _entries()
-           if any(e.get(k) in (None, "", []) for k in REQUIRED) or e["kind"] not in KINDS]
+    bad = [
+        e.get("name", repr(e)) for e in _entries() if any(e.get(k) in (None, "", []) for k in REQUIRED) or e["kind"] not in KINDS
+    ]
     assert not bad, f"entries missing one of {REQUIRED} or with an unknown kind: {bad}"
 
 
@@ -57,8 +59,13 @@ def test_deprecated_names_name_their_replacement():
 
 
 def test_names_file_entries_have_the_shape_of_their_kind():
-    shapes = {"env": r"[A-Z][A-Z0-9_]*[A-Z0-9]", "symbol": r"[A-Z][A-Z0-9_]*[A-Z0-9]",
-              "mca": r"[a-z][a-z0-9_]*", "flag": r"--[a-z][a-z0-9_-]*", "command": r"[A-Za-z0-9][A-Za-z0-9._+-]*"}
+    shapes = {
+        "env": r"[A-Z][A-Z0-9_]*[A-Z0-9]",
+        "symbol": r"[A-Z][A-Z0-9_]*[A-Z0-9]",
+        "mca": r"[a-z][a-z0-9_]*",
+        "flag": r"--[a-z][a-z0-9_-]*",
+        "command": r"[A-Za-z0-9][A-Za-z0-9._+-]*",
+    }
     bad = [e["name"] for e in _entries() if not re.fullmatch(shapes[e["kind"]], e["name"])]
     assert not bad
 
@@ -119,8 +126,13 @@ def test_extractor_flags_a_made_up_variable():
 def test_extractor_reads_flags_mca_and_commands_from_a_bash_block():
     text = "x\n```bash\nsudo NCCL_DEBUG=INFO mpirun -mca btl_tcp_if_include eth0 \\\n  --tp-comm-overlap | tee log\n```\n"
     found = {(o.name, o.kind, o.line) for o in markdown_names(text, "c.md")}
-    assert {("mpirun", "command", 3), ("tee", "command", 4), ("btl_tcp_if_include", "mca", 3),
-            ("--tp-comm-overlap", "flag", 4), ("NCCL_DEBUG", "env", 3)} <= found
+    assert {
+        ("mpirun", "command", 3),
+        ("tee", "command", 4),
+        ("btl_tcp_if_include", "mca", 3),
+        ("--tp-comm-overlap", "flag", 4),
+        ("NCCL_DEBUG", "env", 3),
+    } <= found
     assert not any(kind == "command" and line == 4 and name == "--tp-comm-overlap" for name, kind, line in found)
 
 
@@ -133,8 +145,7 @@ def test_extractor_skips_here_documents_and_python_inside_bash():
 def test_extractor_reads_run_lines_of_script_parts():
     text = "parts:\n  p:\n    checks:\n      - run: |\n          ncclras --help || say none\n      - run: ibv_devinfo -v\n"
     found = {(o.name, o.kind, o.line) for o in yaml_names(text, "s.yaml", script=True)}
-    assert {("ncclras", "command", 5), ("say", "command", 5), ("ibv_devinfo", "command", 6),
-            ("--help", "flag", 5)} <= found
+    assert {("ncclras", "command", 5), ("say", "command", 5), ("ibv_devinfo", "command", 6), ("--help", "flag", 5)} <= found
 
 
 def test_extractor_is_linear_on_a_long_hostile_line():
@@ -145,4 +156,5 @@ def test_extractor_is_linear_on_a_long_hostile_line():
 
 def test_a_parameter_default_with_spaces_starts_no_command():
     from kb.content.names import command_names
+
     assert command_names("ranks=${ranks:-(no RANK set)}") == [] and command_names("x=${a:-b} ls -la") == ["ls"]

@@ -1,4 +1,5 @@
 """Production settings: check --deploy is clean with a SECRET_KEY, and a missing SECRET_KEY is a clear error."""
+
 import os
 import subprocess
 import sys
@@ -12,13 +13,22 @@ def manage(*args: str, **env: str) -> subprocess.CompletedProcess:
     unset = ("SECRET_KEY", "DEBUG", "DATABASE_URL", "DJANGO_ALLOW_ASYNC_UNSAFE")
     environment = {k: v for k, v in os.environ.items() if k not in unset}
     environment.update(env)
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=environment,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_check_deploy_is_clean_under_serve_settings(tmp_path):
-    done = manage("check", "--deploy", "--fail-level", "WARNING", DEBUG="0", SQLITE_PATH=str(tmp_path / "db.sqlite3"),
-                  SECRET_KEY="a-long-random-secret-key-for-this-test-only-0123456789abcdef", ALLOWED_HOSTS="kb.example.com")
+    done = manage(
+        "check",
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+        DEBUG="0",
+        SQLITE_PATH=str(tmp_path / "db.sqlite3"),
+        SECRET_KEY="a-long-random-secret-key-for-this-test-only-0123456789abcdef",
+        ALLOWED_HOSTS="kb.example.com",
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "no issues" in done.stdout
 

@@ -1,4 +1,5 @@
 """The CLI, the JSON API and the page give the same diagnosis; limits and bad input get clear answers."""
+
 import re
 import io
 from pathlib import Path
@@ -13,9 +14,11 @@ from tests.kb.diagnose_cli import diagnose_json
 
 pytestmark = pytest.mark.django_db
 LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
-WATCHDOG = ("[rank3]:[E ProcessGroupNCCL.cpp:563] [Rank 3] Watchdog caught collective operation timeout: "
-            "WorkNCCL(SeqNum=2, OpType=_ALLGATHER_BASE, NumelIn=131334656, NumelOut=1050677248, "
-            "Timeout(ms)=600000) ran for 600512 milliseconds before timing out.")
+WATCHDOG = (
+    "[rank3]:[E ProcessGroupNCCL.cpp:563] [Rank 3] Watchdog caught collective operation timeout: "
+    "WorkNCCL(SeqNum=2, OpType=_ALLGATHER_BASE, NumelIn=131334656, NumelOut=1050677248, "
+    "Timeout(ms)=600000) ran for 600512 milliseconds before timing out."
+)
 
 
 def test_cli_json_follows_the_contract(tmp_path):
@@ -39,12 +42,15 @@ def test_cli_and_api_agree(client, tmp_path):
     log.write_bytes((LOGS / "barrier_rank0_silent_torch23.log").read_bytes())
     from_cli = diagnose_json(str(log))
     from_api = client.post("/api/diagnose", data=log.read_bytes(), content_type="text/plain").json()
-    assert [(m["slug"], m["confidence"]) for m in from_cli["matches"]] == [(m["slug"], m["confidence"]) for m in from_api["matches"]]
+    assert [(m["slug"], m["confidence"]) for m in from_cli["matches"]] == [
+        (m["slug"], m["confidence"]) for m in from_api["matches"]
+    ]
     assert from_cli["facts"] == from_api["facts"]
 
 
 def test_cli_refuses_a_missing_file():
     from django.core.management.base import CommandError
+
     with pytest.raises(CommandError, match="no such file"):
         call_command("diagnose", "/nonexistent/log.txt")
 
@@ -95,7 +101,7 @@ def test_search_link_with_an_error_line_diagnoses_it(client):
     assert 'href="/kb/llama3-fsdp-allgather-timeout/#signatures"' in page
 
 
-@pytest.mark.parametrize("payload", ['<script>alert(1)</script>', '"><img src=x onerror=alert(1)>'])
+@pytest.mark.parametrize("payload", ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>'])
 def test_pasted_html_comes_back_escaped(client, payload):
     log = f"{WATCHDOG} {payload}"
     page = client.post("/diagnose", {"log": log}).content.decode()

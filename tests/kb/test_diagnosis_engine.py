@@ -1,4 +1,5 @@
 """The diagnosis engine, without Django: text handling, facts, the rank verdict, scoring and evidence."""
+
 from pathlib import Path
 
 import pytest
@@ -13,19 +14,38 @@ from kb.diagnosis.text import LineLocator, log_decode
 LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
 
 CASES = [
-    {"slug": "fsdp-case", "signatures": [
-        {"id": "watchdog-allgather", "description": "all-gather timed out", "weight": 7, "anchor": True,
-         "pattern": r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=\d+, OpType=_ALLGATHER_BASE"},
-        {"id": "fsdp-marker", "description": "FSDP script", "weight": 2, "pattern": r"train_fsdp\.py"},
-    ]},
-    {"slug": "barrier-case", "signatures": [
-        {"id": "barrier-timeout", "description": "first barrier timed out", "weight": 7, "anchor": True,
-         "pattern": r"OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout\(ms\)=(?P<barrier_timeout_ms>\d+)"},
-        {"id": "finished", "description": "the run finished", "weight": -9, "pattern": r"train_runtime"},
-    ]},
-    {"slug": "weak-case", "signatures": [
-        {"id": "mentions-nccl", "description": "NCCL printed something", "weight": 3, "pattern": r"NCCL INFO"},
-    ]},
+    {
+        "slug": "fsdp-case",
+        "signatures": [
+            {
+                "id": "watchdog-allgather",
+                "description": "all-gather timed out",
+                "weight": 7,
+                "anchor": True,
+                "pattern": r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=\d+, OpType=_ALLGATHER_BASE",
+            },
+            {"id": "fsdp-marker", "description": "FSDP script", "weight": 2, "pattern": r"train_fsdp\.py"},
+        ],
+    },
+    {
+        "slug": "barrier-case",
+        "signatures": [
+            {
+                "id": "barrier-timeout",
+                "description": "first barrier timed out",
+                "weight": 7,
+                "anchor": True,
+                "pattern": r"OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout\(ms\)=(?P<barrier_timeout_ms>\d+)",
+            },
+            {"id": "finished", "description": "the run finished", "weight": -9, "pattern": r"train_runtime"},
+        ],
+    },
+    {
+        "slug": "weak-case",
+        "signatures": [
+            {"id": "mentions-nccl", "description": "NCCL printed something", "weight": 3, "pattern": r"NCCL INFO"},
+        ],
+    },
 ]
 
 
@@ -54,7 +74,9 @@ def test_evidence_points_at_the_line_numbers_of_the_original_file(signatures):
     fsdp = next(m for m in diagnosis.matches if m.slug == "fsdp-case")
     original = read("fsdp_rank2_behind_torch25.log").split(b"\r\n")
     for evidence in fsdp.evidence:
-        assert evidence.text.encode("utf-8", "replace").strip() in original[evidence.line - 1].replace(b"\x1b[32m", b"").replace(b"\x1b[0m", b"")
+        assert evidence.text.encode("utf-8", "replace").strip() in original[evidence.line - 1].replace(b"\x1b[32m", b"").replace(
+            b"\x1b[0m", b""
+        )
 
 
 def test_watchdog_facts_are_read_from_torch_2_5_wording(signatures):
@@ -159,8 +181,9 @@ def test_results_are_the_same_without_the_hyperscan_prefilter(signatures, monkey
     without = [log_diagnose([("log", data)], signatures) for data in logs]
     scanning._literal_database.cache_clear()
     for a, b in zip(with_prefilter, without):
-        assert [(m.slug, m.score, [e.line for e in m.evidence]) for m in a.matches] == \
-            [(m.slug, m.score, [e.line for e in m.evidence]) for m in b.matches]
+        assert [(m.slug, m.score, [e.line for e in m.evidence]) for m in a.matches] == [
+            (m.slug, m.score, [e.line for e in m.evidence]) for m in b.matches
+        ]
         assert a.facts == b.facts
 
 
@@ -177,8 +200,13 @@ def test_lines_are_found_in_every_chunk_that_holds_them_and_across_chunk_boundar
 
 def test_the_last_match_is_found_from_the_last_chunk_holding_its_literal(monkeypatch):
     import re
+
     monkeypatch.setattr(scanning, "CHUNK_BYTES", 64)
-    text = "> compiling and loading fused kernels ...\n" + "iteration 1 | loss 2.0\n" * 30 + "> compiling and loading fused kernels again\n"
+    text = (
+        "> compiling and loading fused kernels ...\n"
+        + "iteration 1 | loss 2.0\n" * 30
+        + "> compiling and loading fused kernels again\n"
+    )
     text += "iteration 2 | loss 1.9\n" * 30
     regex = re.compile(r"> compiling and loading fused kernels \w+")
     found = TextScanner(text, [("compiling and loading", False)]).last_match(regex, ("compiling and loading",))
@@ -200,13 +228,17 @@ def test_nccl_hosts_are_read_behind_a_launcher_prefix(prefix):
     assert facts["hosts"] == ["node-b"]
 
 
-@pytest.mark.parametrize("data, unchanged", [
-    (b"plain ascii line\n", True),
-    (b"\x1b[31mcolour\x1b[0m\n", False),
-    (b"crlf\r\n", False),
-    (b"caf\xe9\n", False),
-    ("already text\n", False),
-])
+@pytest.mark.parametrize(
+    "data, unchanged",
+    [
+        (b"plain ascii line\n", True),
+        (b"\x1b[31mcolour\x1b[0m\n", False),
+        (b"crlf\r\n", False),
+        (b"caf\xe9\n", False),
+        ("already text\n", False),
+    ],
+)
 def test_raw_bytes_stand_for_the_text_only_when_decoding_changed_nothing(data, unchanged):
     from kb.diagnosis.text import log_text
+
     assert log_text(data)[1] is unchanged

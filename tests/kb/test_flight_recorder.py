@@ -1,5 +1,6 @@
 """Flight Recorder dumps: loaded without executing anything, and read for the first collective where ranks
 diverge. The dumps under tests/fixtures/flight_recorder/ were written by PyTorch 2.13.0+cpu (Gloo)."""
+
 import json
 import pickle
 import pickletools
@@ -8,15 +9,17 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from kb.diagnosis.flight_recorder import (FlightRecorderError, flight_recorder_detect, flight_recorder_load,
-                                          flight_recorder_read)
+from kb.diagnosis.flight_recorder import FlightRecorderError, flight_recorder_detect, flight_recorder_load, flight_recorder_read
 
 FR_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "flight_recorder"
 
 
 def dumps(scenario: str, suffix: str = "") -> list[tuple[str, bytes]]:
-    return [(p.name, p.read_bytes()) for p in sorted((FR_DIR / scenario).glob(f"rank_*{suffix}"))
-            if p.name.endswith(suffix) and (suffix or "." not in p.name)]
+    return [
+        (p.name, p.read_bytes())
+        for p in sorted((FR_DIR / scenario).glob(f"rank_*{suffix}"))
+        if p.name.endswith(suffix) and (suffix or "." not in p.name)
+    ]
 
 
 def test_real_dumps_are_detected():
@@ -38,6 +41,7 @@ def test_real_dump_holds_plain_data_only():
 class Evil:
     def __reduce__(self):
         import os
+
         return (os.system, ("echo owned",))
 
 
@@ -74,8 +78,7 @@ def test_refused_dump_is_left_out_with_a_note():
 
 def test_healthy_set_shows_no_divergence():
     reading = flight_recorder_read(dumps("healthy"))
-    assert reading.facts == {"fr_missing_ranks": [], "fr_mismatch": False, "fr_all_started_first": False,
-                             "fr_pg_count": 1}
+    assert reading.facts == {"fr_missing_ranks": [], "fr_mismatch": False, "fr_all_started_first": False, "fr_pg_count": 1}
     assert "no divergence" in reading.summary
 
 
@@ -107,42 +110,80 @@ def test_mismatched_op_is_found():
 
 
 def nccl_dump(states: list[str], seq: int = 1, version: str = "2.4") -> bytes:
-    entries = [{"record_id": 0, "pg_id": 0, "process_group": ["0", "default_pg"], "collective_seq_id": seq,
-                "p2p_seq_id": 0, "is_p2p": False, "op_id": seq, "profiling_name": "nccl:all_reduce",
-                "input_sizes": [[4096]], "output_sizes": [[4096]], "input_dtypes": ["Float"],
-                "output_dtypes": ["Float"], "state": state, "retired": False, "frames": []} for state in states]
-    return json.dumps({"version": version, "pg_config": {"0": {"name": "0", "desc": "default_pg",
-                                                               "ranks": "[0, 1]"}},
-                       "entries": entries}).encode()
+    entries = [
+        {
+            "record_id": 0,
+            "pg_id": 0,
+            "process_group": ["0", "default_pg"],
+            "collective_seq_id": seq,
+            "p2p_seq_id": 0,
+            "is_p2p": False,
+            "op_id": seq,
+            "profiling_name": "nccl:all_reduce",
+            "input_sizes": [[4096]],
+            "output_sizes": [[4096]],
+            "input_dtypes": ["Float"],
+            "output_dtypes": ["Float"],
+            "state": state,
+            "retired": False,
+            "frames": [],
+        }
+        for state in states
+    ]
+    return json.dumps(
+        {"version": version, "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1]"}}, "entries": entries}
+    ).encode()
 
 
 def test_every_rank_started_the_first_collective():
-    reading = flight_recorder_read([("nccl_trace_rank_0", nccl_dump(["started"])),
-                                    ("nccl_trace_rank_1", nccl_dump(["started"]))])
+    reading = flight_recorder_read([("nccl_trace_rank_0", nccl_dump(["started"])), ("nccl_trace_rank_1", nccl_dump(["started"]))])
     assert reading.facts["fr_all_started_first"] is True
     assert reading.groups[0]["state"] == "started"
 
 
 def test_old_format_with_seq_id_and_pg_id_is_read():
-    entry = {"record_id": 0, "pg_id": 0, "seq_id": 1, "op_id": 1, "profiling_name": "nccl:broadcast",
-             "input_sizes": [[8]], "output_sizes": [[8]], "state": "completed", "retired": True, "frames": []}
+    entry = {
+        "record_id": 0,
+        "pg_id": 0,
+        "seq_id": 1,
+        "op_id": 1,
+        "profiling_name": "nccl:broadcast",
+        "input_sizes": [[8]],
+        "output_sizes": [[8]],
+        "state": "completed",
+        "retired": True,
+        "frames": [],
+    }
     data = pickle.dumps({"entries": [entry], "version": "1.4", "pg_config": {0: [0, 1]}}, protocol=2)
     reading = flight_recorder_read([("rank_0", data), ("rank_1", data)])
     assert reading.facts["fr_pg_count"] == 1 and "no divergence" in reading.summary
 
 
-_PLAIN = st.recursive(st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=8),
-                      lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-                      max_leaves=20)
-_ENTRY = st.fixed_dictionaries({"collective_seq_id": st.integers(-1, 4), "profiling_name": st.sampled_from(
-    ["nccl:all_reduce", "gloo:broadcast", "nccl:send 0->1", "", "x"]), "process_group": _PLAIN,
-    "input_sizes": _PLAIN, "output_sizes": _PLAIN, "input_dtypes": _PLAIN, "state": _PLAIN, "retired": _PLAIN,
-    "frames": _PLAIN})
+_PLAIN = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+_ENTRY = st.fixed_dictionaries(
+    {
+        "collective_seq_id": st.integers(-1, 4),
+        "profiling_name": st.sampled_from(["nccl:all_reduce", "gloo:broadcast", "nccl:send 0->1", "", "x"]),
+        "process_group": _PLAIN,
+        "input_sizes": _PLAIN,
+        "output_sizes": _PLAIN,
+        "input_dtypes": _PLAIN,
+        "state": _PLAIN,
+        "retired": _PLAIN,
+        "frames": _PLAIN,
+    }
+)
 
 
 @given(st.lists(st.lists(_ENTRY, max_size=5), min_size=1, max_size=3), _PLAIN)
 def test_malformed_dumps_never_raise(ranks, config):
-    data = [(f"rank_{n}", json.dumps({"version": "2.10", "pg_config": config, "entries": entries}).encode())
-            for n, entries in enumerate(ranks)]
+    data = [
+        (f"rank_{n}", json.dumps({"version": "2.10", "pg_config": config, "entries": entries}).encode())
+        for n, entries in enumerate(ranks)
+    ]
     reading = flight_recorder_read(data)
     assert isinstance(reading.summary, str)

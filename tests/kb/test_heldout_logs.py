@@ -5,6 +5,7 @@ Each folder's expected.yaml says, per file, the case that must be the first conf
 cases allowed among the first three (`acceptable`), or, with `acceptable: []`, that no case may match with
 confidence; `source` names the program release whose output the log reproduces. No database.
 """
+
 from pathlib import Path
 
 import pytest

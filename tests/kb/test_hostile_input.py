@@ -3,6 +3,7 @@
 Regression guard for regex backtracking: every signature of every case runs against long adversarial
 lines built from its own examples.
 """
+
 import re
 import time
 from pathlib import Path
@@ -22,8 +23,9 @@ from kb.diagnosis.scanning import MAX_LINE_SCAN
 from kb.search.analysis import query_terms
 
 DOCS = case_files_read(Path(settings.CONTENT_DIR))[0]
-SIGNATURES = rules_compile([{**d.meta, "slug": d.slug} for d in DOCS],
-                           [h.meta for h in harmless_files_read(Path(settings.CONTENT_DIR))[0]])
+SIGNATURES = rules_compile(
+    [{**d.meta, "slug": d.slug} for d in DOCS], [h.meta for h in harmless_files_read(Path(settings.CONTENT_DIR))[0]]
+)
 ALL_SIGNATURES = [(d.slug, s) for d in DOCS for s in d.meta["signatures"]]
 
 
@@ -51,12 +53,17 @@ def test_every_signature_stays_fast_on_adversarial_lines(slug, signature):
 def engine_patterns() -> list[tuple[str, re.Pattern, list[str]]]:
     """Every regex the engine runs on log lines: case signatures, harmless lines, fact rules, failure rules."""
     patterns = [(f"{s.case}:{s.id}", s.regex, [lit for g in s.guards for lit in g]) for s in SIGNATURES.signatures]
-    patterns += [(f"harmless:{h.id}", h.signature.regex, [lit for g in h.signature.guards for lit in g])
-                 for h in SIGNATURES.harmless]
-    patterns += [(f"fact:{p.name}", p.regex, list(p.literals))
-                 for p in facts.FACT_RULES + facts.LAUNCHERS + facts.FRAMEWORKS + facts.STAGES + facts.STAGES_DONE]
-    patterns += [("watchdog", facts.WATCHDOG_RE, list(facts.WATCHDOG_LITERALS)),
-                 ("progress", facts.PROGRESS_RE, list(facts.PROGRESS_LITERALS))]
+    patterns += [
+        (f"harmless:{h.id}", h.signature.regex, [lit for g in h.signature.guards for lit in g]) for h in SIGNATURES.harmless
+    ]
+    patterns += [
+        (f"fact:{p.name}", p.regex, list(p.literals))
+        for p in facts.FACT_RULES + facts.LAUNCHERS + facts.FRAMEWORKS + facts.STAGES + facts.STAGES_DONE
+    ]
+    patterns += [
+        ("watchdog", facts.WATCHDOG_RE, list(facts.WATCHDOG_LITERALS)),
+        ("progress", facts.PROGRESS_RE, list(facts.PROGRESS_LITERALS)),
+    ]
     patterns += [(f"failure:{kind}", regex, list(lits)) for kind, regex, lits in events.FAILURE_RULES]
     return patterns
 
@@ -88,19 +95,27 @@ def _search_seconds(regex: re.Pattern, line: str) -> float:
 
 
 def test_a_diagnosis_past_its_time_budget_returns_what_it_has_marked_partial():
-    data = ("\n".join("[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: "
-                      "WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600103 "
-                      "milliseconds before timing out." for _ in range(20_000))).encode()
+    data = (
+        "\n".join(
+            "[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600103 "
+            "milliseconds before timing out."
+            for _ in range(20_000)
+        )
+    ).encode()
     result = log_diagnose([("log", data)], SIGNATURES, budget_s=1e-9)
     assert result.stats["partial"] is True and result.facts["op_type"] == "ALLREDUCE"
 
 
-@pytest.mark.parametrize("name, data", [
-    ("one 5 MB line", b"NCCL INFO " + b"a" * 5_000_000),
-    ("100000 blank lines", b"\n" * 100_000),
-    ("binary garbage", bytes(range(256)) * 20_000),
-    ("repetitive watchdog text", b"Watchdog caught collective operation timeout: WorkNCCL(SeqNum=" * 50_000),
-])
+@pytest.mark.parametrize(
+    "name, data",
+    [
+        ("one 5 MB line", b"NCCL INFO " + b"a" * 5_000_000),
+        ("100000 blank lines", b"\n" * 100_000),
+        ("binary garbage", bytes(range(256)) * 20_000),
+        ("repetitive watchdog text", b"Watchdog caught collective operation timeout: WorkNCCL(SeqNum=" * 50_000),
+    ],
+)
 def test_hostile_logs_are_diagnosed_in_bounded_time(name, data):
     started = time.perf_counter()
     log_diagnose([("log", data)], SIGNATURES)
@@ -113,8 +128,10 @@ def test_diagnosis_never_raises_on_random_bytes(data):
     assert all(0 <= m.confidence <= 1 for m in result.matches)
 
 
-@given(st.lists(st.sampled_from([example_text(ex) for _, s in ALL_SIGNATURES for ex in s["examples"]]), max_size=6),
-       st.text(max_size=200))
+@given(
+    st.lists(st.sampled_from([example_text(ex) for _, s in ALL_SIGNATURES for ex in s["examples"]]), max_size=6),
+    st.text(max_size=200),
+)
 def test_diagnosis_of_shuffled_real_lines_with_noise_never_raises(lines, noise):
     text = "\n".join(lines + [noise])
     result = log_diagnose([("log", text.encode("utf-8", "surrogatepass"))], SIGNATURES)
@@ -144,7 +161,9 @@ def test_mutated_real_case_files_give_line_numbered_errors_or_load(data):
     text = (Path(settings.BASE_DIR) / doc.path).read_text(encoding="utf-8")
     front = text.split("\n---\n", 1)[0]
     position = data.draw(st.integers(0, len(front)))
-    insert = data.draw(st.sampled_from([":", "- ", "  ", "\n", "[", "{", "'", '"', "&a", "*a", "!!python/object:os.system ''", "\t"]))
+    insert = data.draw(
+        st.sampled_from([":", "- ", "  ", "\n", "[", "{", "'", '"', "&a", "*a", "!!python/object:os.system ''", "\t"])
+    )
     mutated = text[:position] + insert + text[position:]
     try:
         parsed = front_matter_split(mutated)
@@ -168,7 +187,7 @@ def _strings_in(value) -> list[str]:
 def test_a_fact_read_from_a_29_mb_line_comes_back_cut():
     """Regression: a fact captured with `\\S+` (the socket interface) came back 4 KB long from a 29 MB line, and the
     page, the JSON and a shared report echoed it."""
-    data = (b"host1:1:1 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth" + b"x" * (29 * 1024 * 1024) + b"\n")
+    data = b"host1:1:1 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth" + b"x" * (29 * 1024 * 1024) + b"\n"
     result = log_diagnose([("log", data)], SIGNATURES)
     assert result.facts["interfaces"]
     assert max(len(s) for s in _strings_in(result.facts)) <= facts.MAX_FACT_CHARS
@@ -177,8 +196,10 @@ def test_a_fact_read_from_a_29_mb_line_comes_back_cut():
 
 
 def test_a_set_valued_fact_keeps_at_most_its_bound_of_values():
-    files = [(f"node{n}.log", "".join(f"h{n}x{i}:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
-                                      for i in range(500)).encode()) for n in range(4)]
+    files = [
+        (f"node{n}.log", "".join(f"h{n}x{i}:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n" for i in range(500)).encode())
+        for n in range(4)
+    ]
     result = log_diagnose(files, SIGNATURES)
     assert len(result.facts["hosts"]) == facts.MAX_FACT_VALUES
     assert "hosts" in result.stats["facts_cut"]

@@ -1,4 +1,5 @@
 """The command line reads a whole job: a torchrun --log-dir tree, an archive of it, Flight Recorder dumps."""
+
 import io
 import shutil
 import tarfile
@@ -11,9 +12,11 @@ from tests.kb.diagnose_cli import diagnose_json
 
 pytestmark = pytest.mark.django_db
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-TIMEOUT = ("[rank{r}]:[E ProcessGroupNCCL.cpp:563] [Rank {r}] Watchdog caught collective operation timeout: "
-           "WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600103 "
-           "milliseconds before timing out.\n")
+TIMEOUT = (
+    "[rank{r}]:[E ProcessGroupNCCL.cpp:563] [Rank {r}] Watchdog caught collective operation timeout: "
+    "WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600103 "
+    "milliseconds before timing out.\n"
+)
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
 """Reading a whole job: directories, archives as streams within hard limits, ranks from paths."""
+
 import io
 import os
 import tarfile
@@ -12,9 +13,11 @@ from kb.job_input import JobInputError, job_read, path_rank
 
 FR_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "flight_recorder"
 
-STDERR_LINE = ("[rank{rank}]:[E1123 06:12:44.100000 {pid} torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:632] "
-               "[Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=88, OpType=ALLREDUCE, "
-               "NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.\n")
+STDERR_LINE = (
+    "[rank{rank}]:[E1123 06:12:44.100000 {pid} torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:632] "
+    "[Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=88, OpType=ALLREDUCE, "
+    "NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.\n"
+)
 
 
 def torchrun_tree(root: Path, silent: int = 2, nprocs: int = 4) -> Path:
@@ -55,10 +58,18 @@ def test_torchrun_logs_of_two_nodes_keep_local_ranks_only():
     assert any("nodes" in note for note in job.notes)
 
 
-@pytest.mark.parametrize("path, rank", [
-    ("rank3.log", 3), ("logs/rank-3.txt", 3), ("rank_12/out.log", 12), ("nccl_trace_rank_7", 7),
-    ("node-2.out", None), ("nccl.gpu-node-04.31337", None), ("slurm-81234.out", None),
-])
+@pytest.mark.parametrize(
+    "path, rank",
+    [
+        ("rank3.log", 3),
+        ("logs/rank-3.txt", 3),
+        ("rank_12/out.log", 12),
+        ("nccl_trace_rank_7", 7),
+        ("node-2.out", None),
+        ("nccl.gpu-node-04.31337", None),
+        ("slurm-81234.out", None),
+    ],
+)
 def test_rank_is_read_from_file_and_folder_names(path, rank):
     assert path_rank(path)[0] == rank
 
@@ -88,7 +99,7 @@ def test_non_seekable_zip_stream_is_read(tmp_path):
 
         def readinto(self, b):
             chunk = self._inner.read(len(b))
-            b[:len(chunk)] = chunk
+            b[: len(chunk)] = chunk
             return len(chunk)
 
     job = job_read(io.BufferedReader(Pipe(buffer.getvalue())))
@@ -102,8 +113,7 @@ def test_flight_recorder_dumps_are_kept_as_dumps():
 
 
 def test_binary_files_are_skipped_with_a_note():
-    job = job_read([("rank0.log", b"ok\n"), ("core.1234", b"\x7fELF" + b"\x00" * 100),
-                    ("weights.bin", bytes(range(256)) * 4)])
+    job = job_read([("rank0.log", b"ok\n"), ("core.1234", b"\x7fELF" + b"\x00" * 100), ("weights.bin", bytes(range(256)) * 4)])
     assert [f.name for f in job.files] == ["rank0.log"]
     assert any(n.startswith("core.1234: skipped") for n in job.notes)
     assert any(n.startswith("weights.bin: skipped") for n in job.notes)
@@ -111,11 +121,13 @@ def test_binary_files_are_skipped_with_a_note():
 
 def test_gzipped_single_log_is_decompressed():
     import gzip
+
     job = job_read([("rank5.log.gz", gzip.compress(b"NCCL INFO hello\n"))])
     assert [(f.name, f.rank, f.data) for f in job.files] == [("rank5.log", 5, b"NCCL INFO hello\n")]
 
 
 # ---- hostile archives: refused as a whole, in bounded time, with nothing written to disk -------------
+
 
 def refused(tmp_path, data: bytes, **limits) -> str:
     before = all_files(tmp_path)
@@ -178,6 +190,7 @@ def test_symlink_member_is_refused(tmp_path):
         info.type = tarfile.SYMTYPE
         info.linkname = "/etc/passwd"
         archive.addfile(info)
+
     assert "link member" in refused(tmp_path, tar_bytes(add))
 
 
@@ -188,6 +201,7 @@ def test_hardlink_member_is_refused(tmp_path):
         info.type = tarfile.LNKTYPE
         info.linkname = "logs/rank0.log"
         archive.addfile(info)
+
     assert "link member" in refused(tmp_path, tar_bytes(add))
 
 
@@ -196,7 +210,7 @@ def test_zip_symlink_member_is_refused(tmp_path):
     with zipfile.ZipFile(buffer, "w") as archive:
         info = zipfile.ZipInfo("rank0.log")
         info.create_system = 3
-        info.external_attr = (0o120777 << 16)
+        info.external_attr = 0o120777 << 16
         archive.writestr(info, "/etc/passwd")
     assert "symbolic link" in refused(tmp_path, buffer.getvalue())
 
@@ -206,6 +220,7 @@ def test_device_member_is_refused(tmp_path):
         info = tarfile.TarInfo("dev/sda")
         info.type = tarfile.BLKTYPE
         archive.addfile(info)
+
     assert "device" in refused(tmp_path, tar_bytes(add))
 
 

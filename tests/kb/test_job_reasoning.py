@@ -1,5 +1,6 @@
 """Evidence about the job as a whole: ranks, stages, stacks, the first failure, harmless lines and guides
 decide which case wins, not only single lines."""
+
 from pathlib import Path
 
 import pytest
@@ -7,9 +8,11 @@ import pytest
 from kb.diagnosis.engine import log_diagnose
 from kb.diagnosis.rules import rules_compile
 
-TIMEOUT = ("[rank{r}]:[E ProcessGroupNCCL.cpp:563] [Rank {r}] Watchdog caught collective operation timeout: "
-           "WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600{r:03d} "
-           "milliseconds before timing out.")
+TIMEOUT = (
+    "[rank{r}]:[E ProcessGroupNCCL.cpp:563] [Rank {r}] Watchdog caught collective operation timeout: "
+    "WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600{r:03d} "
+    "milliseconds before timing out."
+)
 
 
 def timeouts(ranks, op="ALLREDUCE", seq=1) -> str:
@@ -17,35 +20,132 @@ def timeouts(ranks, op="ALLREDUCE", seq=1) -> str:
 
 
 CASES = [
-    {"slug": "desync", "signatures": [{"id": "any-timeout", "description": "a watchdog timeout", "weight": 1,
-                                        "pattern": r"Watchdog caught collective operation timeout"}],
-     "conditions": [{"id": "ranks-disagree", "description": "ranks in different collectives", "fact": "ranks_disagree",
-                     "equals": True, "weight": 7, "anchor": True}]},
-    {"slug": "compile-hang", "signatures": [{"id": "stage-line", "description": "compile stage", "weight": 7, "anchor": True,
-                                             "pattern": r"> compiling and loading fused kernels"}],
-     "conditions": [{"id": "compile-done", "description": "the stage finished", "fact": "stages_done",
-                     "contains": "compiling and loading fused kernels", "weight": -9}]},
-    {"slug": "rank0-slow", "signatures": [{"id": "any-timeout", "description": "a watchdog timeout", "weight": 1,
-                                           "pattern": r"Watchdog caught collective operation timeout"}],
-     "conditions": [{"id": "rank0-silent", "description": "rank 0 never timed out", "fact": "silent_ranks",
-                     "contains": 0, "weight": 3},
-                    {"id": "building-indices", "description": "rank 0 builds dataset indices", "fact": "stage",
-                     "equals": "building dataset indices", "weight": 4, "anchor": True}]},
-    {"slug": "stale-lock", "signatures": [{"id": "ext-root", "description": "extensions root", "weight": 1,
-                                           "pattern": r"as PyTorch extensions root"}],
-     "frames": [{"id": "baton-wait", "description": "waits on the FileBaton", "pattern": r"torch/utils/file_baton\.py:wait$",
-                 "weight": 7, "anchor": True}],
-     "steps": [{"anchor": "fix-2", "versions": {"pytorch": "<2.14"}, "evidence": ["baton-wait"]},
-               {"anchor": "fix-3", "evidence": ["ext-root"]}]},
-    {"slug": "host-oom", "signatures": [{"id": "sigkill", "description": "a rank got SIGKILL", "weight": 3,
-                                         "pattern": r"Signal 9 \(SIGKILL\) received by PID"}],
-     "conditions": [{"id": "killed-first", "description": "the first failure is a kill", "fact": "first_failure",
-                     "in": ["sigkill", "oom-kill"], "weight": 4, "anchor": True}]},
-    {"slug": "triage", "guide": True, "signatures": [{"id": "any-timeout", "description": "a watchdog timeout", "weight": 6,
-                                                      "anchor": True, "pattern": r"Watchdog caught collective operation timeout"}]},
+    {
+        "slug": "desync",
+        "signatures": [
+            {
+                "id": "any-timeout",
+                "description": "a watchdog timeout",
+                "weight": 1,
+                "pattern": r"Watchdog caught collective operation timeout",
+            }
+        ],
+        "conditions": [
+            {
+                "id": "ranks-disagree",
+                "description": "ranks in different collectives",
+                "fact": "ranks_disagree",
+                "equals": True,
+                "weight": 7,
+                "anchor": True,
+            }
+        ],
+    },
+    {
+        "slug": "compile-hang",
+        "signatures": [
+            {
+                "id": "stage-line",
+                "description": "compile stage",
+                "weight": 7,
+                "anchor": True,
+                "pattern": r"> compiling and loading fused kernels",
+            }
+        ],
+        "conditions": [
+            {
+                "id": "compile-done",
+                "description": "the stage finished",
+                "fact": "stages_done",
+                "contains": "compiling and loading fused kernels",
+                "weight": -9,
+            }
+        ],
+    },
+    {
+        "slug": "rank0-slow",
+        "signatures": [
+            {
+                "id": "any-timeout",
+                "description": "a watchdog timeout",
+                "weight": 1,
+                "pattern": r"Watchdog caught collective operation timeout",
+            }
+        ],
+        "conditions": [
+            {"id": "rank0-silent", "description": "rank 0 never timed out", "fact": "silent_ranks", "contains": 0, "weight": 3},
+            {
+                "id": "building-indices",
+                "description": "rank 0 builds dataset indices",
+                "fact": "stage",
+                "equals": "building dataset indices",
+                "weight": 4,
+                "anchor": True,
+            },
+        ],
+    },
+    {
+        "slug": "stale-lock",
+        "signatures": [
+            {"id": "ext-root", "description": "extensions root", "weight": 1, "pattern": r"as PyTorch extensions root"}
+        ],
+        "frames": [
+            {
+                "id": "baton-wait",
+                "description": "waits on the FileBaton",
+                "pattern": r"torch/utils/file_baton\.py:wait$",
+                "weight": 7,
+                "anchor": True,
+            }
+        ],
+        "steps": [
+            {"anchor": "fix-2", "versions": {"pytorch": "<2.14"}, "evidence": ["baton-wait"]},
+            {"anchor": "fix-3", "evidence": ["ext-root"]},
+        ],
+    },
+    {
+        "slug": "host-oom",
+        "signatures": [
+            {
+                "id": "sigkill",
+                "description": "a rank got SIGKILL",
+                "weight": 3,
+                "pattern": r"Signal 9 \(SIGKILL\) received by PID",
+            }
+        ],
+        "conditions": [
+            {
+                "id": "killed-first",
+                "description": "the first failure is a kill",
+                "fact": "first_failure",
+                "in": ["sigkill", "oom-kill"],
+                "weight": 4,
+                "anchor": True,
+            }
+        ],
+    },
+    {
+        "slug": "triage",
+        "guide": True,
+        "signatures": [
+            {
+                "id": "any-timeout",
+                "description": "a watchdog timeout",
+                "weight": 6,
+                "anchor": True,
+                "pattern": r"Watchdog caught collective operation timeout",
+            }
+        ],
+    },
 ]
-HARMLESS = [{"id": "pg-not-destroyed", "title": "process group not destroyed", "why": "printed at exit",
-             "pattern": r"process group has NOT been destroyed before we destruct ProcessGroupNCCL"}]
+HARMLESS = [
+    {
+        "id": "pg-not-destroyed",
+        "title": "process group not destroyed",
+        "why": "printed at exit",
+        "pattern": r"process group has NOT been destroyed before we destruct ProcessGroupNCCL",
+    }
+]
 
 
 @pytest.fixture(scope="module")
@@ -70,9 +170,11 @@ def test_ranks_in_the_same_collective_are_not_a_desync(rules):
 
 
 def test_a_finished_stage_rules_its_hang_out(rules):
-    text = ("> compiling and loading fused kernels ...\n"
-            ">>> done with compiling and loading fused kernels. Compilation time: 2.418 seconds\n"
-            " > WARNING: could not find index map files, building the indices on rank 0 ...\n" + timeouts(range(1, 8)))
+    text = (
+        "> compiling and loading fused kernels ...\n"
+        ">>> done with compiling and loading fused kernels. Compilation time: 2.418 seconds\n"
+        " > WARNING: could not find index map files, building the indices on rank 0 ...\n" + timeouts(range(1, 8))
+    )
     diagnosis, slug = best(rules, text)
     assert slug == "rank0-slow" and diagnosis.facts["stage"] == "building dataset indices"
 
@@ -107,22 +209,35 @@ def test_other_collectives_are_not_object_collectives(rules, op, numel_out):
 
 
 def test_the_watchdog_wording_dates_the_pytorch_release_when_no_version_is_printed(rules):
-    text = ("[rank1]:[E0914 11:02:41.1 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 1] Exception (either an error or "
-            "timeout) detected by watchdog at work: 9, last enqueued NCCL work: 9, last completed NCCL work: 8.\n")
+    text = (
+        "[rank1]:[E0914 11:02:41.1 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 1] Exception (either an error or "
+        "timeout) detected by watchdog at work: 9, last enqueued NCCL work: 9, last completed NCCL work: 8.\n"
+    )
     diagnosis, _ = best(rules, text)
     assert diagnosis.facts["torch_band"] == [">=2.4,<2.6"]
 
 
 def test_a_fix_step_outside_the_range_the_wording_implies_is_not_offered(rules):
-    text = ('Thread 4242 (idle): "MainThread"\n    wait (torch/utils/file_baton.py:42)\n'
-            "[rank1]:[E ProcessGroupNCCL.cpp:1182] [Rank 1] NCCL watchdog thread terminated with exception: boom\n")
+    text = (
+        'Thread 4242 (idle): "MainThread"\n    wait (torch/utils/file_baton.py:42)\n'
+        "[rank1]:[E ProcessGroupNCCL.cpp:1182] [Rank 1] NCCL watchdog thread terminated with exception: boom\n"
+    )
     diagnosis, _ = best(rules, text)
     lock = next(m for m in diagnosis.matches if m.slug == "stale-lock")
     assert diagnosis.facts["torch_band"] == ["<2.3"] and lock.steps_not_for_versions == []
     text_new = text.replace("NCCL watchdog thread terminated", "Process group watchdog thread terminated")
     text_new += "[rank1]:[E ProcessGroupNCCL.cpp:2268] [PG ID 0 PG GUID 0(default_pg) Rank 1]  failure detected by watchdog at work sequence id: 5\n"
-    rules_new = rules_compile([{**CASES[3], "steps": [{"anchor": "fix-2", "versions": {"pytorch": "<2.6"}, "evidence": ["baton-wait"]},
-                                                      {"anchor": "fix-3", "evidence": ["ext-root"]}]}])
+    rules_new = rules_compile(
+        [
+            {
+                **CASES[3],
+                "steps": [
+                    {"anchor": "fix-2", "versions": {"pytorch": "<2.6"}, "evidence": ["baton-wait"]},
+                    {"anchor": "fix-3", "evidence": ["ext-root"]},
+                ],
+            }
+        ]
+    )
     diagnosis = log_diagnose([("log", text_new.encode())], rules_new)
     assert diagnosis.matches[0].steps_not_for_versions == ["fix-2"]
 
@@ -134,8 +249,10 @@ def test_two_nccl_releases_in_one_job_are_flagged(rules):
 
 
 def test_both_bootstrap_wordings_mean_different_nccl_builds(rules):
-    text = ("node-a:11:11 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
-            "node-b:12:12 [0] NCCL INFO Bootstrap: Using eth0:10.0.0.2<0>\n")
+    text = (
+        "node-a:11:11 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+        "node-b:12:12 [0] NCCL INFO Bootstrap: Using eth0:10.0.0.2<0>\n"
+    )
     diagnosis, _ = best(rules, text)
     assert diagnosis.facts["nccl_builds_differ"] is True
 
@@ -159,7 +276,9 @@ def test_a_step_outside_the_logs_versions_is_not_offered(rules):
 
 
 def test_a_rank_killed_before_the_timeouts_is_the_first_failure(rules):
-    text = timeouts(range(0, 3)) + """
+    text = (
+        timeouts(range(0, 3))
+        + """
 torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
 ============================================================
 train.py FAILED
@@ -173,6 +292,7 @@ Root Cause (first observed failure):
   error_file: <N/A>
   traceback : Signal 9 (SIGKILL) received by PID 88231
 ============================================================"""
+    )
     diagnosis, slug = best(rules, text)
     assert slug == "host-oom" and diagnosis.failure.rank == 3 and diagnosis.failure.time == "2025-02-11_09:41:27"
     assert diagnosis.verdict.summary.startswith("Rank 3 was killed with SIGKILL")
@@ -220,6 +340,9 @@ def test_healthy_dumps_raise_no_fact_against_the_job():
 
 def test_a_file_whose_path_names_its_rank_gives_its_stacks_that_rank():
     text = b'Thread 4242 (idle): "MainThread"\n    barrier (torch/distributed/distributed_c10d.py:3685)\n'
-    diagnosis = log_diagnose([("attempt_0/3/stderr.log", text), ("attempt_0/1/stderr.log", text)],
-                             rules_compile([]), ranks={"attempt_0/3/stderr.log": 3, "attempt_0/1/stderr.log": 1})
+    diagnosis = log_diagnose(
+        [("attempt_0/3/stderr.log", text), ("attempt_0/1/stderr.log", text)],
+        rules_compile([]),
+        ranks={"attempt_0/3/stderr.log": 3, "attempt_0/1/stderr.log": 1},
+    )
     assert diagnosis.stack_groups[0]["ranks"] == [1, 3]

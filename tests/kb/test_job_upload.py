@@ -1,6 +1,7 @@
 """A whole job uploaded in the browser form or to the API (a torchrun log dir as .tar.gz or .zip, or several
 files at once) is read by kb.job_input like the command line reads it; hostile archives are refused with a
 message, in bounded time, leaving nothing in the temp dir; page, API and CLI give the same answer."""
+
 from __future__ import annotations
 
 import html
@@ -28,7 +29,7 @@ def upload(name: str, data: bytes) -> SimpleUploadedFile:
 
 
 def answer_slug(page: str) -> str:
-    head = page[page.find('id="answer"'):]
+    head = page[page.find('id="answer"') :]
     return re.search(r'<h2 id="answer-h"><a href="/kb/([a-z0-9-]+)/"', head).group(1)
 
 
@@ -52,8 +53,7 @@ def test_a_job_tarball_uploaded_to_the_api_names_the_silent_rank_and_the_top_cas
 
 
 def test_a_job_tarball_sent_as_the_raw_api_body_is_read_as_a_job(client):
-    result = client.post("/api/diagnose", data=tar_gz(torchrun_job(silent=0)),
-                         content_type="application/octet-stream").json()
+    result = client.post("/api/diagnose", data=tar_gz(torchrun_job(silent=0)), content_type="application/octet-stream").json()
     assert result["matches"][0]["slug"] == TOP_CASE and result["rank_groups"]["silent"] == [0]
 
 
@@ -86,8 +86,13 @@ def test_page_api_and_cli_give_the_same_answer_for_one_job_tarball(client, tmp_p
     page = client.post("/diagnose", {"file": upload(archive.name, archive.read_bytes())}).content.decode()
 
     def answer(result: dict) -> tuple:
-        return ([(m["slug"], m["confidence"], m["fix_step"]) for m in result["matches"]], result["facts"],
-                result["ranks"], result["rank_groups"])
+        return (
+            [(m["slug"], m["confidence"], m["fix_step"]) for m in result["matches"]],
+            result["facts"],
+            result["ranks"],
+            result["rank_groups"],
+        )
+
     assert answer(from_cli) == answer(from_api)
     assert answer_slug(page) == from_cli["matches"][0]["slug"]
     assert where_summary(page) == from_cli["rank_groups"]["summary"]
@@ -98,15 +103,18 @@ def test_page_api_and_cli_give_the_same_answer_for_one_job_tarball(client, tmp_p
 def test_cli_text_output_lists_where_every_rank_is(tmp_path):
     from io import StringIO
     from django.core.management import call_command
+
     archive = tmp_path / "job.tar.gz"
     archive.write_bytes(tar_gz(torchrun_job(silent=0)))
     out = StringIO()
     call_command("diagnose", str(archive), stdout=out)
-    assert "Where is every rank: 3 ranks in ALLREDUCE #1 (timed out) · rank 0: printed output, but no timeout line" \
-        in out.getvalue()
+    assert (
+        "Where is every rank: 3 ranks in ALLREDUCE #1 (timed out) · rank 0: printed output, but no timeout line" in out.getvalue()
+    )
 
 
 # ---- hostile archives, through the page and the API -------------------------------------------------
+
 
 def _tar(add) -> bytes:
     buffer = io.BytesIO()
@@ -115,8 +123,7 @@ def _tar(add) -> bytes:
     return buffer.getvalue()
 
 
-def _member(archive: tarfile.TarFile, name: str, data: bytes = b"x\n", kind: bytes = tarfile.REGTYPE,
-            link: str = "") -> None:
+def _member(archive: tarfile.TarFile, name: str, data: bytes = b"x\n", kind: bytes = tarfile.REGTYPE, link: str = "") -> None:
     info = tarfile.TarInfo(name)
     info.type, info.linkname, info.size = kind, link, len(data) if kind == tarfile.REGTYPE else 0
     archive.addfile(info, io.BytesIO(data) if kind == tarfile.REGTYPE else None)
@@ -146,13 +153,21 @@ HOSTILE = {
     "zip-bomb": (zip_bomb, 413, "limit of 200 MB"),
     "dotdot-path": (lambda: _tar(lambda a: _member(a, "logs/../../home/user/.bashrc")), 400, "leaves the archive"),
     "absolute-path": (absolute_path_zip, 400, "absolute path"),
-    "symlink": (lambda: _tar(lambda a: _member(a, f"{RUN}/0/stderr.log", kind=tarfile.SYMTYPE, link="/etc/shadow")),
-                400, "link member"),
-    "ten-thousand-tiny-files": (lambda: _tar(lambda a: [_member(a, f"logs/r{n}.log") for n in range(10_000)]),
-                                400, "more than 5000 files"),
-    "pickle-importing-os": (lambda: _tar(lambda a: (_member(a, f"{RUN}/1/stderr.log", b"ok\n"),
-                                                    _member(a, "fr/nccl_trace_rank_0", OS_PICKLE))),
-                            400, "asks to import os.system"),
+    "symlink": (
+        lambda: _tar(lambda a: _member(a, f"{RUN}/0/stderr.log", kind=tarfile.SYMTYPE, link="/etc/shadow")),
+        400,
+        "link member",
+    ),
+    "ten-thousand-tiny-files": (
+        lambda: _tar(lambda a: [_member(a, f"logs/r{n}.log") for n in range(10_000)]),
+        400,
+        "more than 5000 files",
+    ),
+    "pickle-importing-os": (
+        lambda: _tar(lambda a: (_member(a, f"{RUN}/1/stderr.log", b"ok\n"), _member(a, "fr/nccl_trace_rank_0", OS_PICKLE))),
+        400,
+        "asks to import os.system",
+    ),
 }
 
 
@@ -194,8 +209,7 @@ def test_a_hostile_archive_sent_to_the_api_is_refused_with_a_message(client, tem
 
 
 def test_a_hostile_archive_in_the_htmx_form_gets_the_error_fragment(client, hostile_archives):
-    response = client.post("/diagnose", {"file": upload("evil.tar.gz", hostile_archives["symlink"])},
-                           HTTP_HX_REQUEST="true")
+    response = client.post("/diagnose", {"file": upload("evil.tar.gz", hostile_archives["symlink"])}, HTTP_HX_REQUEST="true")
     page = response.content.decode()
     assert response.status_code == 400 and "<html" not in page and 'role="alert"' in page and "link member" in page
 

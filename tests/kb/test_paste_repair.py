@@ -1,13 +1,16 @@
 """Damaged pastes are repaired before matching, and evidence still points at the user's own line numbers."""
+
 from kb.diagnosis.text import LineLocator, paste_repair
 
-WATCHDOG = ("[rank1]:[E0612 10:14:03.482911 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught collective operation "
-            "timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600086 "
-            "milliseconds before timing out.")
+WATCHDOG = (
+    "[rank1]:[E0612 10:14:03.482911 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught collective operation "
+    "timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600086 "
+    "milliseconds before timing out."
+)
 
 
 def wrap(line: str, width: int) -> list[str]:
-    return [line[i:i + width] for i in range(0, len(line), width)]
+    return [line[i : i + width] for i in range(0, len(line), width)]
 
 
 def test_a_watchdog_line_hard_wrapped_at_the_terminal_width_is_joined_again():

@@ -1,5 +1,6 @@
 """Shared reports, votes and the curators' report (issue 10): secrets never stored, expiry and purge, only the
 creator deletes, one vote per report, staff-only curation, Drain-style templates."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -23,27 +24,41 @@ pytestmark = pytest.mark.django_db
 SECRETS = [
     ("export HF_TOKEN=hf_aBcDeFgHiJkLmNoPqRsTuVwXyZ01234567", "hf_aBcDeFgHiJkLmNoPqRsTuVwXyZ01234567"),
     ("huggingface_hub.login(token='hf_QwErTyUiOpAsDfGhJkLzXcVbNm98765432')", "hf_QwErTyUiOpAsDfGhJkLzXcVbNm98765432"),
-    ("git clone https://ghp_1234567890abcdefghijklmnopqrstuvwxyzAB@github.com/org/repo", "ghp_1234567890abcdefghijklmnopqrstuvwxyzAB"),
-    ("GITHUB_TOKEN=github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcd",
-     "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz"),
+    (
+        "git clone https://ghp_1234567890abcdefghijklmnopqrstuvwxyzAB@github.com/org/repo",
+        "ghp_1234567890abcdefghijklmnopqrstuvwxyzAB",
+    ),
+    (
+        "GITHUB_TOKEN=github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcd",
+        "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+    ),
     ("AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
     ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
     ('"SecretAccessKey": "je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY"', "je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY"),
     ("WANDB_API_KEY=0123456789abcdef0123456789abcdef01234567", "0123456789abcdef0123456789abcdef01234567"),
-    ("wandb: Appending key for api.wandb.ai to your netrc file: wandb login 89abcdef0123456789abcdef0123456789abcdef",
-     "89abcdef0123456789abcdef0123456789abcdef"),
+    (
+        "wandb: Appending key for api.wandb.ai to your netrc file: wandb login 89abcdef0123456789abcdef0123456789abcdef",
+        "89abcdef0123456789abcdef0123456789abcdef",
+    ),
     ("curl -H 'Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1c2VyIn0.abc123XYZ' https://x", "eyJhbGciOiJIUzI1NiJ9"),
     ("MASTER_ADDR=postgres://trainer:S3cr3t!pass@10.0.0.4:5432/db", "S3cr3t!pass"),
     ("pip install --index-url https://builder:tok-9f8e7d6c@pypi.internal.example/simple pkg", "tok-9f8e7d6c"),
-    ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
-     "QyNTUxOQAAACDxY1rZmV3RkFnZk1hY2hpbmVLZXlGb3JUZXN0aW5nT25seQAAAJgAAAAA\n-----END OPENSSH PRIVATE KEY-----",
-     "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ"),
-    ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7bq1N3fakefakefakefakefakefakefakefakefakefakefake0\n", "MIIEowIBAAKCAQEA7bq1N3"),
+    (
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+        "QyNTUxOQAAACDxY1rZmV3RkFnZk1hY2hpbmVLZXlGb3JUZXN0aW5nT25seQAAAJgAAAAA\n-----END OPENSSH PRIVATE KEY-----",
+        "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ",
+    ),
+    (
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7bq1N3fakefakefakefakefakefakefakefakefakefakefake0\n",
+        "MIIEowIBAAKCAQEA7bq1N3",
+    ),
     ("redis password=hunter2hunter2 connecting", "hunter2hunter2"),
 ]
-MARKER = ("[rank3]:[E ProcessGroupNCCL.cpp:563] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, "
-          "OpType=_ALLGATHER_BASE, NumelIn=131334656, NumelOut=1050677248, Timeout(ms)=600000) ran for 600512 milliseconds "
-          "before timing out.")
+MARKER = (
+    "[rank3]:[E ProcessGroupNCCL.cpp:563] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, "
+    "OpType=_ALLGATHER_BASE, NumelIn=131334656, NumelOut=1050677248, Timeout(ms)=600000) ran for 600512 milliseconds "
+    "before timing out."
+)
 
 
 @pytest.mark.parametrize("text, secret", SECRETS)
@@ -53,8 +68,11 @@ def test_each_secret_is_redacted(text, secret):
 
 
 def test_ordinary_log_lines_are_left_alone():
-    for line in (MARKER, "gpu-node-3:4100:4100 [0] NCCL INFO comm 0x55d0c0a01e0 rank 0 nranks 4 commId 0x6c2b - Init COMPLETE",
-                 "Training Epoch: 1/1, step 811/1200 completed (loss: 1.28)"):
+    for line in (
+        MARKER,
+        "gpu-node-3:4100:4100 [0] NCCL INFO comm 0x55d0c0a01e0 rank 0 nranks 4 commId 0x6c2b - Init COMPLETE",
+        "Training Epoch: 1/1, step 811/1200 completed (loss: 1.28)",
+    ):
         assert redact_text(line) == line
 
 
@@ -99,6 +117,7 @@ def test_the_full_log_is_stored_only_when_ticked_and_masking_on_request(client):
 
 def test_a_report_survives_a_fresh_client_and_expires(client, settings):
     from django.test import Client
+
     report, url = share(client, sixty_four_rank_log())
     fresh = Client()
     assert fresh.get(url).status_code == 200
@@ -126,6 +145,7 @@ def test_purge_reports_deletes_only_expired_ones(client):
 
 def test_only_the_delete_token_deletes(client):
     from django.test import Client
+
     report, url = share(client, MARKER)
     page = client.get(url).content.decode()
     delete_url = re.search(r'href="(http://testserver/d/[^"]+/delete\?token=[^"]+)"', page).group(1).replace("&amp;", "&")
@@ -140,6 +160,7 @@ def test_only_the_delete_token_deletes(client):
 
 def test_share_and_votes_need_the_csrf_token():
     from django.test import Client
+
     strict = Client(enforce_csrf_checks=True)
     assert strict.post("/d/", {"payload": "x"}).status_code == 403
     assert strict.post("/vote", {"target": "case", "answer": "yes"}).status_code == 403
@@ -170,6 +191,7 @@ def test_a_vote_on_a_result_counts_on_the_case_page(client):
     assert response.status_code in (200, 302)
     assert client.post("/vote", {"target": "result", "ballot": ballot, "answer": "yes"}).status_code == 409
     from kb.reports.store import case_feedback
+
     counts = case_feedback(slug.group(1))
     assert counts["matched"] == 1 and counts["yes"] == 1 and counts["steps"][0]["step"] == slug.group(2)
 

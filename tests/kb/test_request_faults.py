@@ -1,4 +1,5 @@
 """Nothing a client or a broken index can cause answers 500 (robustness probe findings)."""
+
 import shutil
 
 import pytest

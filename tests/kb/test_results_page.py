@@ -1,5 +1,6 @@
 """The result, answer first (issue 10): the best case before everything else, evidence one row per line with
 its reasons in words, the odd rank out first, ranks grouped, guides as the next step, inputs never merged."""
+
 from __future__ import annotations
 
 import re
@@ -11,23 +12,31 @@ from tests.kb.html_checks import assert_valid_html
 
 pytestmark = pytest.mark.django_db
 
-WATCHDOG = ("[rank{r}]:[E1104 02:53:{s:02d}.482140337 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
-            "operation timeout: WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn=65667328, NumelOut=262669312, "
-            "Timeout(ms)=600000) ran for 6000{ran:02d} milliseconds before timing out.")
-LAST = ("[rank{r}]:[E1104 02:53:{s:02d}.482498121 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) Rank {r}] "
-        "Exception (either an error or timeout) detected by watchdog at work: {seq}, last enqueued NCCL work: {seq}, "
-        "last completed NCCL work: {done}.")
+WATCHDOG = (
+    "[rank{r}]:[E1104 02:53:{s:02d}.482140337 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
+    "operation timeout: WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn=65667328, NumelOut=262669312, "
+    "Timeout(ms)=600000) ran for 6000{ran:02d} milliseconds before timing out."
+)
+LAST = (
+    "[rank{r}]:[E1104 02:53:{s:02d}.482498121 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) Rank {r}] "
+    "Exception (either an error or timeout) detected by watchdog at work: {seq}, last enqueued NCCL work: {seq}, "
+    "last completed NCCL work: {done}."
+)
 
 
 def sixty_four_rank_log(behind: int = 37, silent: int = 0) -> str:
     """A torchrun job of 64 ranks (PyTorch 2.5 watchdog wording): every rank times out in the same
     _ALLGATHER_BASE except one that is behind in an earlier collective, and one that prints nothing."""
-    lines = ["+ torchrun --nnodes 8 --nproc_per_node 8 train_fsdp.py --model /home/alice/models/llama-3-8b",
-             "W1104 02:11:07.620000 1883 torch/distributed/run.py:793] Setting OMP_NUM_THREADS environment variable "
-             "for each process to be 1 in default"]
+    lines = [
+        "+ torchrun --nnodes 8 --nproc_per_node 8 train_fsdp.py --model /home/alice/models/llama-3-8b",
+        "W1104 02:11:07.620000 1883 torch/distributed/run.py:793] Setting OMP_NUM_THREADS environment variable "
+        "for each process to be 1 in default",
+    ]
     for r in range(64):
-        lines.append(f"node-{r // 8}:{4100 + r % 8}:{4100 + r % 8} [{r % 8}] NCCL INFO comm 0x55d0c0a{r:02d}1e0 rank {r} "
-                     f"nranks 64 cudaDev {r % 8} nvmlDev {r % 8} busId {r % 8 + 1}000 commId 0x6c2b - Init COMPLETE")
+        lines.append(
+            f"node-{r // 8}:{4100 + r % 8}:{4100 + r % 8} [{r % 8}] NCCL INFO comm 0x55d0c0a{r:02d}1e0 rank {r} "
+            f"nranks 64 cudaDev {r % 8} nvmlDev {r % 8} busId {r % 8 + 1}000 commId 0x6c2b - Init COMPLETE"
+        )
     lines.append("Training Epoch: 1/1, step 811/1200 completed (loss: 1.28):  68%|######8   | 811/1200 [41:07<19:43,  3.04s/it]")
     for r in range(64):
         if r == silent:
@@ -55,13 +64,13 @@ def test_the_answer_comes_before_the_evidence_and_the_ranks(client):
     head = page[answer:evidence]
     assert "Most likely cause" in head and "Do this first" in head
     assert re.search(r'<a class="button" id="do-first" href="/kb/[a-z0-9-]+/#fix[-0-9]*"', head)
-    assert "autofocus" in page[answer - 200:answer + 200]
+    assert "autofocus" in page[answer - 200 : answer + 200]
 
 
 def test_ranks_are_grouped_with_the_odd_ones_named(client):
     page = diagnose_page(client, sixty_four_rank_log(behind=37, silent=0))
-    groups = page[page.find('class="rank-groups"'):]
-    groups = groups[:groups.find("</ul>")]
+    groups = page[page.find('class="rank-groups"') :]
+    groups = groups[: groups.find("</ul>")]
     assert "62 ranks" in groups
     assert "<strong>rank 37</strong>" in groups and "behind" in groups
     assert "<strong>rank 0</strong>: no timeout line" in groups
@@ -70,8 +79,8 @@ def test_ranks_are_grouped_with_the_odd_ones_named(client):
 
 def test_evidence_is_one_row_per_line_with_reasons_in_words_and_the_odd_rank_first(client):
     page = diagnose_page(client, sixty_four_rank_log(behind=37))
-    first_match = page[page.find('class="evidence"'):]
-    first_match = first_match[:first_match.find("</ol>\n      </details>")]
+    first_match = page[page.find('class="evidence"') :]
+    first_match = first_match[: first_match.find("</ol>\n      </details>")]
     rows = re.findall(r'<span class="lineno">(\d+)</span>', first_match)
     summary_rows = re.findall(r'<summary><span class="lineno">(\d+)</span>', first_match)
     assert len(summary_rows) == len(set(summary_rows)), "each log line is one row"
@@ -83,6 +92,7 @@ def test_evidence_is_one_row_per_line_with_reasons_in_words_and_the_odd_rank_fir
 
 def test_a_long_line_is_cut_around_the_highlight():
     from kb.presentation import _cut
+
     text = "x" * 400 + "Watchdog caught collective operation timeout" + "y" * 400
     start = 400
     html = str(_cut(text, start, start + 44))
@@ -90,11 +100,14 @@ def test_a_long_line_is_cut_around_the_highlight():
 
 
 def test_a_guide_is_the_next_step_not_a_cause(client):
-    line = ("[rank0]:[E1104 02:53:16.482140337 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation "
-            "timeout: WorkNCCL(SeqNum=9741, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600074 "
-            "milliseconds before timing out.")
+    line = (
+        "[rank0]:[E1104 02:53:16.482140337 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=9741, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600074 "
+        "milliseconds before timing out."
+    )
     page = diagnose_page(client, line)
     from kb.models import Case
+
     guides = set(Case.objects.filter(guide=True).values_list("slug", flat=True))
     listed = re.findall(r'<li class="match[^"]*">\s*<h3><a href="/kb/([a-z0-9-]+)/#signatures"', page)
     assert not guides & set(listed), "a guide is never listed as a case that explains it"
@@ -124,6 +137,7 @@ def test_a_multi_line_search_link_is_a_diagnosis(client):
 
 def test_nothing_is_stored_for_a_default_paste(client):
     from kb.models import LineTemplate, Report
+
     diagnose_page(client, sixty_four_rank_log())
     assert Report.objects.count() == 0
     assert LineTemplate.objects.count() == 0, "a matched paste leaves no templates"
@@ -131,9 +145,12 @@ def test_nothing_is_stored_for_a_default_paste(client):
 
 def test_an_unmatched_paste_leaves_only_masked_templates(client):
     from kb.models import LineTemplate
-    log = ("2026-11-02 10:00:01 worker-17.corp.example.com ERROR frobnicator failed on /home/bob/run/cfg.yaml after 3 retries\n"
-           "2026-11-02 10:00:09 worker-18.corp.example.com ERROR frobnicator failed on /home/carol/run/cfg.yaml after 5 retries\n"
-           "token=ghp_abcdefghijklmnopqrstuvwxyz0123456789AB error\n")
+
+    log = (
+        "2026-11-02 10:00:01 worker-17.corp.example.com ERROR frobnicator failed on /home/bob/run/cfg.yaml after 3 retries\n"
+        "2026-11-02 10:00:09 worker-18.corp.example.com ERROR frobnicator failed on /home/carol/run/cfg.yaml after 5 retries\n"
+        "token=ghp_abcdefghijklmnopqrstuvwxyz0123456789AB error\n"
+    )
     diagnose_page(client, log)
     diagnose_page(client, log.replace("frobnicator failed", "frobnicator  failed"))
     rows = list(LineTemplate.objects.values_list("template", "count"))

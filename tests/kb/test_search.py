@@ -1,4 +1,5 @@
 """Text search: log identifiers survive tokenising, and pasted text is data, never query syntax."""
+
 import re
 
 import pytest
@@ -13,7 +14,9 @@ pytestmark = pytest.mark.django_db
 
 def test_identifiers_are_kept_whole_and_split_into_parts():
     terms = query_terms("OpType=_ALLGATHER_BASE NCCL_SOCKET_IFNAME ProcessGroupNCCL.cpp")
-    assert {"_allgather_base", "allgather", "nccl_socket_ifname", "ifname", "processgroupnccl.cpp", "processgroupnccl"} <= set(terms)
+    assert {"_allgather_base", "allgather", "nccl_socket_ifname", "ifname", "processgroupnccl.cpp", "processgroupnccl"} <= set(
+        terms
+    )
 
 
 def test_query_syntax_in_pasted_text_is_treated_as_words():
@@ -21,12 +24,15 @@ def test_query_syntax_in_pasted_text_is_treated_as_words():
     assert {"unbalanced", "quote", "bracket", "field", "value", "fuzzy"} <= set(terms)
 
 
-@pytest.mark.parametrize("query, expected", [
-    ("ALLGATHER_BASE watchdog timeout FSDP LoRA", "llama3-fsdp-allgather-timeout"),
-    ("compiling and loading fused kernels", "megatron-fused-kernel-compile-hang"),
-    ("creating trainer BROADCAST autotrain", "autotrain-creating-trainer-broadcast-timeout"),
-    ("tp-comm-overlap userbuffers mpirun", "transformer-engine-mpi-tp-overlap-hang"),
-])
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ("ALLGATHER_BASE watchdog timeout FSDP LoRA", "llama3-fsdp-allgather-timeout"),
+        ("compiling and loading fused kernels", "megatron-fused-kernel-compile-hang"),
+        ("creating trainer BROADCAST autotrain", "autotrain-creating-trainer-broadcast-timeout"),
+        ("tp-comm-overlap userbuffers mpirun", "transformer-engine-mpi-tp-overlap-hang"),
+    ],
+)
 def test_search_ranks_the_matching_case_first(query, expected):
     assert search(query, index_dir=settings.SEARCH_INDEX_DIR)[0].slug == expected
 
@@ -49,6 +55,7 @@ def test_empty_search_says_something_useful(client):
 
 def test_api_search_returns_json_results():
     from django.test import Client
+
     data = Client().get("/api/search", {"q": "fused kernels"}).json()
     assert data["results"][0]["slug"] == "megatron-fused-kernel-compile-hang"
 
@@ -59,13 +66,20 @@ from kb.forms import query_is_keywords  # noqa: E402
 from kb.search.index import search_results  # noqa: E402
 
 
-@pytest.mark.parametrize("query, keywords", [
-    ("NCCL_SOCKET_IFNAME", True), ("flight recorder", True), ("py-spy dump", True), ("ALLGATHER_BASE watchdog", True),
-    ("[rank3]:[E ProcessGroupNCCL.cpp:563] [Rank 3] Watchdog caught collective operation timeout", False),
-    ("WorkNCCL(SeqNum=1, OpType=ALLREDUCE, Timeout(ms)=600000)", False),
-    ("RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275", False),
-    ("node1:123:456 [0] NCCL WARN Duplicate GPU detected", False), ("line one\nline two", False),
-])
+@pytest.mark.parametrize(
+    "query, keywords",
+    [
+        ("NCCL_SOCKET_IFNAME", True),
+        ("flight recorder", True),
+        ("py-spy dump", True),
+        ("ALLGATHER_BASE watchdog", True),
+        ("[rank3]:[E ProcessGroupNCCL.cpp:563] [Rank 3] Watchdog caught collective operation timeout", False),
+        ("WorkNCCL(SeqNum=1, OpType=ALLREDUCE, Timeout(ms)=600000)", False),
+        ("RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275", False),
+        ("node1:123:456 [0] NCCL WARN Duplicate GPU detected", False),
+        ("line one\nline two", False),
+    ],
+)
 def test_a_one_line_query_without_log_shape_is_a_keyword_search(query, keywords):
     assert query_is_keywords(query) is keywords
 
@@ -83,12 +97,12 @@ def test_a_hit_links_to_the_section_with_its_passage_marked():
     assert best.section_id.startswith("fix-") and best.target_url.endswith(f"#{best.section_id}")
     assert "hl=nccl_socket_ifname" in best.target_url
     assert "<mark>NCCL_SOCKET_IFNAME</mark>" in best.passage_html
-    assert found.total >= 3 and all(h.relevance != "weak" for h in found.hits[:found.total])
+    assert found.total >= 3 and all(h.relevance != "weak" for h in found.hits[: found.total])
 
 
 def test_passages_are_escaped_before_they_are_marked():
     found = search_results("py-spy dump", index_dir=settings.SEARCH_INDEX_DIR)
-    passage = next(h.passage_html for h in found.hits if '&quot;' in h.passage_html or "&#x27;" in h.passage_html)
+    passage = next(h.passage_html for h in found.hits if "&quot;" in h.passage_html or "&#x27;" in h.passage_html)
     assert "<mark>" in passage
     assert not re.search(r"<(?!/?mark>)", passage), "only <mark> tags; everything else escaped"
 
@@ -122,6 +136,7 @@ def test_search_as_you_type_gets_the_hits_fragment(client):
 
 def test_api_search_says_where():
     from django.test import Client
+
     data = Client().get("/api/search", {"q": "NCCL_SOCKET_IFNAME"}).json()
     first = data["results"][0]
     assert first["section"].startswith(("fix-", "cause-")) and first["section_url"].endswith("#" + first["section"])

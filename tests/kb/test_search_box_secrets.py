@@ -1,5 +1,6 @@
 """Log text pasted into a search box never reaches a URL: the boxes POST (with CSRF); words are redirected to the
 stable GET URL a wiki links to; and `make serve`'s access log leaves query strings (and referers) out anyway."""
+
 import os
 import socket
 import subprocess
@@ -14,9 +15,11 @@ from django.conf import settings
 from django.test import Client
 
 SECRET = "hf_SearchBoxTokenAbcdefghijklmnop0123"
-WATCHDOG = ("[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL("
-            "SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600041 milliseconds "
-            f"before timing out. HF_TOKEN={SECRET}")
+WATCHDOG = (
+    "[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL("
+    "SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600041 milliseconds "
+    f"before timing out. HF_TOKEN={SECRET}"
+)
 
 
 def forms_posting_to_search(page: str) -> list:
@@ -86,7 +89,11 @@ def test_search_as_you_type_diagnoses_a_pasted_log_line_in_place(client):
 def test_a_pasted_log_over_the_limit_in_a_search_box_gets_the_413_page(client, settings):
     settings.KB_MAX_LOG_BYTES = 1000
     response = client.post("/search", {"q": WATCHDOG + "\n" + "x" * 2000})
-    assert response.status_code == 413 and b"1000 bytes" in response.content and b"Traceback (most recent call last)" not in response.content
+    assert (
+        response.status_code == 413
+        and b"1000 bytes" in response.content
+        and b"Traceback (most recent call last)" not in response.content
+    )
 
 
 def free_port() -> int:
@@ -100,12 +107,28 @@ def test_make_serve_logs_requests_without_their_query_string_or_referer(tmp_path
     `%(f)s` (the referer, which carries the previous page's query string); a log line sent as /search?q= was kept
     in the access log, tokens and all."""
     from config.serve import GUNICORN_ACCESS_FORMAT  # the format `make serve` gives gunicorn behind nginx
+
     port = free_port()
     log = tmp_path / "access.log"
     env = {**os.environ, "DEBUG": "1", "SQLITE_PATH": str(tmp_path / "db.sqlite3"), "SECRET_KEY": "x"}
-    server = subprocess.Popen([str(Path(sys.executable).parent / "gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{port}",
-                               "--workers", "1", "--access-logfile", str(log), "--access-logformat", GUNICORN_ACCESS_FORMAT],
-                              cwd=settings.BASE_DIR, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "gunicorn"),
+            "config.wsgi",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "1",
+            "--access-logfile",
+            str(log),
+            "--access-logformat",
+            GUNICORN_ACCESS_FORMAT,
+        ],
+        cwd=settings.BASE_DIR,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         url = f"http://127.0.0.1:{port}/favicon.ico?q=HF_TOKEN%3D{SECRET}"
         request = urllib.request.Request(url, headers={"Referer": f"http://127.0.0.1:{port}/search?q={SECRET}"})

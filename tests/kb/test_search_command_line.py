@@ -2,6 +2,7 @@
 
 `curl --data-binary @job.log URL` sends the file as the body with curl's default Content-Type,
 application/x-www-form-urlencoded. The API must read such a body as the log, not as an empty form."""
+
 import html
 import re
 import shutil

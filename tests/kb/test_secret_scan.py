@@ -1,6 +1,7 @@
 """A log holding an HF_TOKEN goes in through every way the site takes logs, and the token is then found nowhere the
 site writes: var/, the database (its file and every row of every table), the search index and the temp dir.
 Shared reports store text, so they must store it redacted."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -20,9 +21,11 @@ from kb.models import Report
 
 pytestmark = pytest.mark.django_db
 
-WATCHDOG = ("[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL("
-            "SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600041 milliseconds "
-            "before timing out.")
+WATCHDOG = (
+    "[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL("
+    "SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600041 milliseconds "
+    "before timing out."
+)
 
 
 @pytest.fixture
@@ -43,8 +46,9 @@ def temp_dir(tmp_path, monkeypatch, settings) -> Path:
 
 def log_with(token: str, *, lines: int = 1) -> str:
     """A watchdog log whose error lines carry the token: evidence, facts and templates all see it."""
-    body = "\n".join(f"{WATCHDOG} HF_TOKEN={token}".replace("rank1", f"rank{n}").replace("Rank 1", f"Rank {n}")
-                     for n in range(1, lines + 1))
+    body = "\n".join(
+        f"{WATCHDOG} HF_TOKEN={token}".replace("rank1", f"rank{n}").replace("Rank 1", f"Rank {n}") for n in range(1, lines + 1)
+    )
     return f"export HF_TOKEN={token}\nRuntimeError: hub login failed with token={token}\n{body}\n"
 
 
@@ -62,9 +66,13 @@ def places_holding(token: str) -> list[str]:
         name = str(connection.settings_dict["NAME"])
         roots += [Path(name + suffix) for suffix in ("", "-wal", "-journal", "-shm") if Path(name + suffix).is_file()]
     needle = token.encode()
-    found = [str(path) for root in roots if root.exists()
-             for path in ([root] if root.is_file() else root.rglob("*"))
-             if path.is_file() and not path.is_symlink() and needle in path.read_bytes()]
+    found = [
+        str(path)
+        for root in roots
+        if root.exists()
+        for path in ([root] if root.is_file() else root.rglob("*"))
+        if path.is_file() and not path.is_symlink() and needle in path.read_bytes()
+    ]
     with connection.cursor() as cursor:
         for table in connection.introspection.table_names():
             cursor.execute(f"SELECT * FROM {connection.ops.quote_name(table)}")
@@ -90,8 +98,9 @@ def api_raw_body(client, token: str) -> str:
 
 
 def api_curl_data_binary(client, token: str) -> str:
-    return client.post("/api/diagnose", data=log_with(token).encode(),
-                       content_type="application/x-www-form-urlencoded").content.decode()
+    return client.post(
+        "/api/diagnose", data=log_with(token).encode(), content_type="application/x-www-form-urlencoded"
+    ).content.decode()
 
 
 def api_form_field(client, token: str) -> str:
@@ -107,8 +116,9 @@ def header_search_box(client, token: str) -> str:
 
 
 def search_as_you_type(client, token: str) -> str:
-    return client.post("/search", {"q": f"{WATCHDOG} HF_TOKEN={token}"}, HTTP_HX_REQUEST="true",
-                       HTTP_HX_TARGET="live-hits").content.decode()
+    return client.post(
+        "/search", {"q": f"{WATCHDOG} HF_TOKEN={token}"}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="live-hits"
+    ).content.decode()
 
 
 def search_link(client, token: str) -> str:
@@ -117,8 +127,10 @@ def search_link(client, token: str) -> str:
 
 def unmatched_paste(client, token: str) -> str:
     """Nothing explains it, so its error lines are kept as templates for the curators."""
-    return client.post("/diagnose", {"log": f"RuntimeError: hub login failed with token={token}\n"
-                                             f"fatal: could not read Username, HF_TOKEN={token} refused\n"}).content.decode()
+    return client.post(
+        "/diagnose",
+        {"log": f"RuntimeError: hub login failed with token={token}\nfatal: could not read Username, HF_TOKEN={token} refused\n"},
+    ).content.decode()
 
 
 def vote_wrong_on_a_result(client, token: str) -> str:
@@ -133,14 +145,17 @@ def shared_report_with_its_pasted_log(client, token: str) -> str:
     response = client.post("/d/", {"payload": payload_of(page), "log": log_with(token), "store_log": "on"})
     report = Report.objects.get(id=response["Location"].rsplit("/", 1)[1])
     assert "HF_TOKEN=[REDACTED]" in report.log and report.log.count("\n") >= 3
-    return page + client.get(response["Location"]).content.decode() + client.get(response["Location"] + "/log.txt").content.decode()
+    return (
+        page + client.get(response["Location"]).content.decode() + client.get(response["Location"] + "/log.txt").content.decode()
+    )
 
 
 def shared_report_with_its_uploaded_files(client, token: str) -> str:
     """With JavaScript the Share form sends the chosen files again (hx-include="#file")."""
     page = upload_form(client, token)
-    response = client.post("/d/", {"payload": payload_of(page), "store_log": "on",
-                                   "file": SimpleUploadedFile("rank1.log", big_log_with(token))})
+    response = client.post(
+        "/d/", {"payload": payload_of(page), "store_log": "on", "file": SimpleUploadedFile("rank1.log", big_log_with(token))}
+    )
     report = Report.objects.get(id=response["Location"].rsplit("/", 1)[1])
     assert "==> rank1.log <==" in report.log and "HF_TOKEN=[REDACTED]" in report.log
     return page + client.get(response["Location"] + ".md").content.decode()
@@ -153,9 +168,20 @@ def shared_report_of_a_search_box_diagnosis(client, token: str) -> str:
 
 
 ENTRY_POINTS: list[Callable] = [
-    paste_form, upload_form, api_raw_body, api_curl_data_binary, api_form_field, api_upload, header_search_box,
-    search_as_you_type, search_link, unmatched_paste, vote_wrong_on_a_result, shared_report_with_its_pasted_log,
-    shared_report_with_its_uploaded_files, shared_report_of_a_search_box_diagnosis,
+    paste_form,
+    upload_form,
+    api_raw_body,
+    api_curl_data_binary,
+    api_form_field,
+    api_upload,
+    header_search_box,
+    search_as_you_type,
+    search_link,
+    unmatched_paste,
+    vote_wrong_on_a_result,
+    shared_report_with_its_pasted_log,
+    shared_report_with_its_uploaded_files,
+    shared_report_of_a_search_box_diagnosis,
 ]
 
 
@@ -169,7 +195,13 @@ def test_a_token_sent_in_a_log_is_found_nowhere_the_site_writes(client, token, t
 def test_the_scan_finds_a_token_left_in_a_file_or_a_row(token, temp_dir):
     """The scan itself can fail: a token written unredacted to the temp dir or to a table is reported."""
     (temp_dir / "upload.log").write_text(f"HF_TOKEN={token}\n")
-    Report.objects.create(id=secrets.token_urlsafe(24), expires_at=timezone.now() + dt.timedelta(days=1),
-                          delete_token_hash="x", data={}, log=f"HF_TOKEN={token}", best_slug="")
+    Report.objects.create(
+        id=secrets.token_urlsafe(24),
+        expires_at=timezone.now() + dt.timedelta(days=1),
+        delete_token_hash="x",
+        data={},
+        log=f"HF_TOKEN={token}",
+        best_slug="",
+    )
     found = places_holding(token)
     assert str(temp_dir / "upload.log") in found and "table kb_report" in found

@@ -1,13 +1,16 @@
 """Untrusted text comes back escaped wherever it enters; forms need CSRF; bad URLs are 4xx, never 500."""
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 pytestmark = pytest.mark.django_db
 
-PAYLOADS = ['<script>alert(1)</script>', '"><img src=x onerror=alert(1)>', "'><svg onload=alert(1)>"]
-WATCHDOG = ("[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, "
-            "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600041 milliseconds before timing out.")
+PAYLOADS = ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>', "'><svg onload=alert(1)>"]
+WATCHDOG = (
+    "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, "
+    "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600041 milliseconds before timing out."
+)
 
 
 @pytest.mark.parametrize("payload", PAYLOADS)
@@ -48,19 +51,22 @@ def test_diagnose_form_post_with_csrf_token_is_accepted():
     assert client.post("/diagnose", {"log": WATCHDOG, "csrfmiddlewaretoken": token}).status_code == 200
 
 
-@pytest.mark.parametrize("path, status", [
-    ("/kb/%E2%98%83/", 404),
-    ("/kb/" + "a" * 500 + "/", 404),
-    ("/api/cases/..%2F..%2Fetc%2Fpasswd.json", 404),
-    ("/troubleshoot/no-such-tree/", 404),
-    ("/troubleshoot/no-such-tree/fix.sh", 404),
-    ("/troubleshoot/hang/?no-such-question=1", 400),
-    ("/troubleshoot/hang/fix.sh?when=%00", 400),
-    ("/kb/?tag=framework:", 400),
-    ("/search?q=" + "x" * 5000, 400),
-    ("/api/search?q=" + "x" * 5000, 400),
-    ("/api/diagnose?top=lots", 405),
-])
+@pytest.mark.parametrize(
+    "path, status",
+    [
+        ("/kb/%E2%98%83/", 404),
+        ("/kb/" + "a" * 500 + "/", 404),
+        ("/api/cases/..%2F..%2Fetc%2Fpasswd.json", 404),
+        ("/troubleshoot/no-such-tree/", 404),
+        ("/troubleshoot/no-such-tree/fix.sh", 404),
+        ("/troubleshoot/hang/?no-such-question=1", 400),
+        ("/troubleshoot/hang/fix.sh?when=%00", 400),
+        ("/kb/?tag=framework:", 400),
+        ("/search?q=" + "x" * 5000, 400),
+        ("/api/search?q=" + "x" * 5000, 400),
+        ("/api/diagnose?top=lots", 405),
+    ],
+)
 def test_bad_urls_are_client_errors_not_server_errors(client, path, status):
     assert client.get(path).status_code == status
 
@@ -81,6 +87,7 @@ def test_security_headers_are_sent(client):
 def test_no_template_contains_inline_script_or_style():
     from pathlib import Path
     import re
+
     for template in Path("templates").rglob("*.html"):
         text = template.read_text()
         assert not re.search(r"<script(?![^>]*\bsrc=)", text), template

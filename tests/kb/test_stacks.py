@@ -1,4 +1,5 @@
 """Pasted stacks become innermost-first frames, whatever format printed them."""
+
 from kb.diagnosis.scanning import TextScanner
 from kb.diagnosis.stacks import HEADER_LITERALS, stacks_extract
 from kb.diagnosis.text import LineLocator
@@ -43,7 +44,10 @@ GDB = """#0  0x00007f3e1b6d0117 in __futex_abstimed_wait_common () from /lib/x86
 
 def test_py_spy_frames_are_innermost_first_and_relative_to_the_package():
     stack = read(PYSPY)[0]
-    assert stack.kind == "py-spy" and stack.frames[:2] == ["torch/utils/file_baton.py:wait", "torch/utils/cpp_extension.py:_jit_compile"]
+    assert stack.kind == "py-spy" and stack.frames[:2] == [
+        "torch/utils/file_baton.py:wait",
+        "torch/utils/cpp_extension.py:_jit_compile",
+    ]
 
 
 def test_py_spy_reports_every_thread():
@@ -78,10 +82,12 @@ def test_a_log_without_stacks_yields_none():
 
 def test_py_spy_dumps_of_many_ranks_are_grouped_by_where_they_wait():
     from kb.diagnosis.verdict import stack_groups
-    waiting = "=== rank {r} ===\nThread {pid} (idle): \"MainThread\"\n    barrier (torch/distributed/distributed_c10d.py:3685)\n    main (train.py:88)\n"
-    saving = "=== rank 3 ===\nThread 4003 (active): \"MainThread\"\n    write (torch/serialization.py:652)\n    save_checkpoint (train.py:140)\n"
+
+    waiting = '=== rank {r} ===\nThread {pid} (idle): "MainThread"\n    barrier (torch/distributed/distributed_c10d.py:3685)\n    main (train.py:88)\n'
+    saving = '=== rank 3 ===\nThread 4003 (active): "MainThread"\n    write (torch/serialization.py:652)\n    save_checkpoint (train.py:140)\n'
     text = "".join(waiting.format(r=r, pid=4000 + r) for r in (0, 1, 2)) + saving
     groups = stack_groups([(s, None) for s in read(text)])
     assert [(g["label"], g["where"], g["odd"]) for g in groups] == [
         ("ranks 0–2", "torch/distributed/distributed_c10d.py:barrier", False),
-        ("rank 3", "torch/serialization.py:write", True)]
+        ("rank 3", "torch/serialization.py:write", True),
+    ]

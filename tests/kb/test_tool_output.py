@@ -1,4 +1,5 @@
 """Shell output pasted as evidence becomes facts a case can ask about."""
+
 from kb.diagnosis.scanning import TextScanner
 from kb.diagnosis.tools import LITERALS, tool_facts
 
@@ -29,18 +30,24 @@ def test_nccl_tests_with_result_rows_has_results():
 
 
 def test_a_df_line_gives_the_size_of_dev_shm():
-    assert facts("Filesystem      Size  Used Avail Use% Mounted on\nshm              64M     0   64M   0% /dev/shm\n")["shm_size_mb"] == 64
+    assert (
+        facts("Filesystem      Size  Used Avail Use% Mounted on\nshm              64M     0   64M   0% /dev/shm\n")["shm_size_mb"]
+        == 64
+    )
 
 
 def test_simple_p2p_verification_errors_fail_the_peer_to_peer_check():
-    text = ("> Peer access from NVIDIA RTX A6000 (GPU0) -> NVIDIA RTX A6000 (GPU1) : Yes\n"
-            "Verification error @ element 1: val = 0.000000, ref = 4.000000\nTest failed!\n")
+    text = (
+        "> Peer access from NVIDIA RTX A6000 (GPU0) -> NVIDIA RTX A6000 (GPU1) : Yes\n"
+        "Verification error @ element 1: val = 0.000000, ref = 4.000000\nTest failed!\n"
+    )
     assert facts(text)["p2p_check"] == "failed"
 
 
 def test_topology_matrix_lists_the_link_kinds():
-    text = ("\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
-            "GPU0\t X \tPHB\t0-31\t0\t\tN/A\nGPU1\tPHB\t X \t0-31\t0\t\tN/A\n")
+    text = (
+        "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\nGPU0\t X \tPHB\t0-31\t0\t\tN/A\nGPU1\tPHB\t X \t0-31\t0\t\tN/A\n"
+    )
     assert facts(text)["gpu_links"] == ["PHB"]
 
 
@@ -67,22 +74,28 @@ def test_the_flight_recorder_report_names_the_ranks_that_never_joined():
 
 
 def test_the_first_flight_recorder_report_wording_names_missing_ranks_too():
-    text = ("Not all ranks joining collective for group 0:default_pg collective nccl:all_reduce "
-            "Missing ranks are {3} [[3, 4]] [[3, 4]] 4 scheduled\n")
+    text = (
+        "Not all ranks joining collective for group 0:default_pg collective nccl:all_reduce "
+        "Missing ranks are {3} [[3, 4]] [[3, 4]] 4 scheduled\n"
+    )
     assert facts(text)["fr_missing_ranks"] == [3]
 
 
 def test_a_culprit_rank_with_a_different_collective_is_a_mismatch():
-    text = ("Collective sequence number: 1042 has errors\ncollective: nccl:all_reduce\n"
-            "error msg: Culprit rank 1; Error type: COLLECTIVE_TYPE_MISMATCH, Expected collective type: "
-            "'nccl:all_reduce' does not match found collective type: 'nccl:broadcast'\n")
+    text = (
+        "Collective sequence number: 1042 has errors\ncollective: nccl:all_reduce\n"
+        "error msg: Culprit rank 1; Error type: COLLECTIVE_TYPE_MISMATCH, Expected collective type: "
+        "'nccl:all_reduce' does not match found collective type: 'nccl:broadcast'\n"
+    )
     assert facts(text)["fr_mismatch"] is True
 
 
 def test_a_culprit_rank_in_another_state_only_is_not_an_op_mismatch():
-    text = ("Collective sequence number: 7 has errors\n"
-            "error msg: Culprit rank 2; Error type: COLLECTIVE_STATE_MISMATCH, Expected state: 'completed' does not "
-            "match found state: 'scheduled'\n")
+    text = (
+        "Collective sequence number: 7 has errors\n"
+        "error msg: Culprit rank 2; Error type: COLLECTIVE_STATE_MISMATCH, Expected state: 'completed' does not "
+        "match found state: 'scheduled'\n"
+    )
     assert "fr_mismatch" not in facts(text)
 
 

@@ -1,5 +1,6 @@
 """Uploads past the in-memory bound spool to a temporary file that has no name, so no copy of a log (and of
 any secret in it) outlives the worker that read it, whatever happens to that worker."""
+
 import os
 import signal
 import subprocess
@@ -13,8 +14,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 pytestmark = pytest.mark.django_db
 
 SECRET = "hf_SpoolTestTokenAbcdefghijklmnop0123"
-WATCHDOG = ("[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, "
-            "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600041 milliseconds before timing out.\n")
+WATCHDOG = (
+    "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, "
+    "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600041 milliseconds before timing out.\n"
+)
 
 
 def big_log(settings) -> bytes:
@@ -40,13 +43,13 @@ def open_unnamed_files_in(folder: Path) -> list[str]:
     return found
 
 
-def test_an_upload_past_the_memory_bound_is_on_disk_without_a_name_while_it_is_read(client, settings, tmp_path,
-                                                                                    monkeypatch):
+def test_an_upload_past_the_memory_bound_is_on_disk_without_a_name_while_it_is_read(client, settings, tmp_path, monkeypatch):
     """Regression: Django's TemporaryFileUploadHandler kept a named `tmpXXXX.upload.log` in the temp dir for as
     long as the request ran; a worker killed by gunicorn's timeout left it there, secrets and all."""
     settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path)
     seen: dict[str, list] = {}
     from kb import views
+
     real = views.job_diagnosis_run
 
     def diagnosis_run_watched(*args, **kwargs):
@@ -67,6 +70,7 @@ def test_a_small_upload_stays_in_memory(client, settings, tmp_path, monkeypatch)
     settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path)
     seen: dict[str, list] = {}
     from kb import views
+
     real = views.job_diagnosis_run
 
     def diagnosis_run_watched(*args, **kwargs):
@@ -82,8 +86,9 @@ def test_an_upload_cut_off_mid_way_leaves_nothing_in_the_temp_dir(client, settin
     """A client that goes away mid-upload: the multipart body ends inside the file, with no closing boundary."""
     settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path)
     boundary = "cutoffboundary"
-    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"rank1.log\"\r\n"
-            "Content-Type: text/plain\r\n\r\n").encode() + big_log(settings)[: settings.FILE_UPLOAD_MAX_MEMORY_SIZE * 2]
+    body = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="rank1.log"\r\nContent-Type: text/plain\r\n\r\n'
+    ).encode() + big_log(settings)[: settings.FILE_UPLOAD_MAX_MEMORY_SIZE * 2]
     response = client.generic("POST", "/diagnose", body, content_type=f"multipart/form-data; boundary={boundary}")
     assert response.status_code in (200, 400)
     assert b"Traceback (most recent call last)" not in response.content
@@ -126,10 +131,21 @@ def test_a_worker_killed_while_it_reads_an_upload_leaves_no_copy_of_it(settings,
     """Regression: gunicorn SIGKILLs a worker past --timeout; Django's named upload file then stayed in /tmp."""
     spool = tmp_path / "tmp"
     spool.mkdir()
-    env = {**os.environ, "TMPDIR": str(spool), "DJANGO_SETTINGS_MODULE": "config.settings",
-           "SQLITE_PATH": str(tmp_path / "db.sqlite3"), "DEBUG": "1"}
-    done = subprocess.run([sys.executable, "-c", KILLED_WORKER], input=big_log(settings), env=env,
-                          cwd=settings.BASE_DIR, capture_output=True, timeout=120)
+    env = {
+        **os.environ,
+        "TMPDIR": str(spool),
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "SQLITE_PATH": str(tmp_path / "db.sqlite3"),
+        "DEBUG": "1",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", KILLED_WORKER],
+        input=big_log(settings),
+        env=env,
+        cwd=settings.BASE_DIR,
+        capture_output=True,
+        timeout=120,
+    )
     assert done.returncode == -signal.SIGKILL, done.stderr.decode()[-2000:]
     assert files_holding(tmp_path, SECRET) == []
     assert list(spool.iterdir()) == []

@@ -1,5 +1,6 @@
 """A file read window by window gives exactly what a whole read gives: the same matches, scores, evidence
 lines, facts, rank verdict, stacks, first failure and harmless lines (the streaming engine's contract)."""
+
 import io
 from pathlib import Path
 
@@ -21,8 +22,10 @@ def rules():
 
 def summary(diagnosis) -> dict:
     return {
-        "matches": [(m.slug, m.score, m.confidence, m.fix_step, [(e.line, e.text, e.signal) for e in m.evidence])
-                    for m in diagnosis.matches],
+        "matches": [
+            (m.slug, m.score, m.confidence, m.fix_step, [(e.line, e.text, e.signal) for e in m.evidence])
+            for m in diagnosis.matches
+        ],
         "facts": diagnosis.facts,
         "verdict": diagnosis.verdict.summary if diagnosis.verdict else None,
         "stacks": diagnosis.stack_groups,
@@ -35,8 +38,7 @@ def summary(diagnosis) -> dict:
 
 def whole_and_windowed(data: bytes, rules, window: int, lookahead: int):
     whole = source_read(data, rules, label=None, repair=False, window_bytes=len(data) + 1)
-    windowed = source_read(io.BytesIO(data), rules, label=None, repair=False, window_bytes=window,
-                           lookahead_bytes=lookahead)
+    windowed = source_read(io.BytesIO(data), rules, label=None, repair=False, window_bytes=window, lookahead_bytes=lookahead)
     return summary(job_diagnose([whole], rules, top=5)), summary(job_diagnose([windowed], rules, top=5))
 
 
@@ -47,13 +49,17 @@ def test_reading_in_small_windows_gives_what_a_whole_read_gives(entry, rules):
 
 
 def test_a_line_longer_than_a_window_is_read_without_losing_lines(rules):
-    data = b"x" * 10_000 + b"\n[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600103 milliseconds before timing out.\nend\n"
+    data = (
+        b"x" * 10_000
+        + b"\n[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600103 milliseconds before timing out.\nend\n"
+    )
     whole, windowed = whole_and_windowed(data, rules, window=4096, lookahead=4096)
     assert windowed["lines"] == whole["lines"] == 3
 
 
 def test_rank_files_read_in_parallel_give_what_one_process_gives(rules, tmp_path):
     from kb.diagnosis.engine import log_diagnose
+
     paths = []
     for entry in ENTRIES[:6]:
         target = tmp_path / entry.path.name
@@ -68,6 +74,7 @@ def test_rank_files_read_in_parallel_give_what_one_process_gives(rules, tmp_path
 def test_a_large_log_read_in_windows_whose_look_ahead_ends_mid_line_gives_the_whole_read(rules, tmp_path, shape):
     """Regression: the window's end was found one line early when its look-ahead did not end on a line break."""
     from kb.benchmark import bench_log_write, console_log_write
+
     path = tmp_path / "job.log"
     (bench_log_write if shape == "multi-rank" else console_log_write)(path, size_bytes=1_500_000)
     whole, windowed = whole_and_windowed(path.read_bytes(), rules, window=100_003, lookahead=10_007)

@@ -12,6 +12,7 @@
 Both come from their own loopback addresses, so wrk's mix from 127.0.0.1 (exempt from the limit: it stands for
 many users) meets the limit only through them. Prints one summary line.
 """
+
 import argparse
 import collections
 import http.client
@@ -27,9 +28,11 @@ LOG_BYTES = 1024 * 1024
 def crafted_log(size: int) -> bytes:
     lines, total, i = [], 0, 0
     while total < size:
-        line = (f"[rank{i}]:[E1121 04:00:{i % 60:02d}.123 ProcessGroupNCCL.cpp:616] [Rank {i}] Watchdog caught "
-                f"collective operation timeout: WorkNCCL(SeqNum={i}, OpType=ALLGATHER_BASE, NumelIn={i}, "
-                f"NumelOut={i}, Timeout(ms)=600000) ran for 600{i % 1000:03d} milliseconds before timing out.\n").encode()
+        line = (
+            f"[rank{i}]:[E1121 04:00:{i % 60:02d}.123 ProcessGroupNCCL.cpp:616] [Rank {i}] Watchdog caught "
+            f"collective operation timeout: WorkNCCL(SeqNum={i}, OpType=ALLGATHER_BASE, NumelIn={i}, "
+            f"NumelOut={i}, Timeout(ms)=600000) ran for 600{i % 1000:03d} milliseconds before timing out.\n"
+        ).encode()
         lines.append(line)
         total += len(line)
         i += 1
@@ -60,8 +63,10 @@ def slow_client(port: int, until: float, counts: collections.Counter, lock: thre
         try:
             if client is None:
                 client = socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(SLOW_SOURCE, 0))
-                client.sendall(b"POST /api/diagnose HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n"
-                               b"Content-Length: %d\r\n\r\n" % LOG_BYTES)
+                client.sendall(
+                    b"POST /api/diagnose HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n"
+                    b"Content-Length: %d\r\n\r\n" % LOG_BYTES
+                )
                 with lock:
                     counts["connections"] += 1
             client.sendall(b"x" * 512)
@@ -94,9 +99,11 @@ def main() -> None:
     for thread in threads:
         thread.join()
     answered = ", ".join(f"{count} x {status}" for status, count in sorted(statuses.items()))
-    print(f"adversaries: 5 clients posted a crafted 1 MB log {sum(statuses.values())} times ({answered}); "
-          f"5 slow clients held {slow['connections']} connections, trickled {slow['trickled bytes']} bytes, "
-          f"closed by the server {slow['closed by the server']} times")
+    print(
+        f"adversaries: 5 clients posted a crafted 1 MB log {sum(statuses.values())} times ({answered}); "
+        f"5 slow clients held {slow['connections']} connections, trickled {slow['trickled bytes']} bytes, "
+        f"closed by the server {slow['closed by the server']} times"
+    )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 """Fixtures for troubleshooter tests: the real trees and parts, every state they can reach, and loaded content."""
+
 from __future__ import annotations
 
 import shutil

@@ -1,4 +1,5 @@
 """Meta-tests over the real content: every case the wizard promises is a leaf with its own script."""
+
 import pytest
 
 from troubleshooter.engine import tree_step
@@ -6,18 +7,29 @@ from troubleshooter.tree_model import tree_walk
 from troubleshooter.rules import RULES
 
 REQUIRED_CASES = [
-    "megatron-fused-kernel-compile-hang", "llama3-fsdp-allgather-timeout",
-    "autotrain-creating-trainer-broadcast-timeout", "transformer-engine-mpi-tp-overlap-hang",
-    "nccl-socket-ifname-wrong-interface", "docker-shm-too-small", "pcie-p2p-acs-hang", "infiniband-roce-misconfig",
-    "collective-mismatch-desync", "rendezvous-store-timeout", "rank0-long-preprocessing-barrier-timeout",
-    "torch-extensions-stale-lock", "nccl-watchdog-timeout-triage",
-    "host-oom-kill", "duplicate-gpu-rank-mapping", "gpu-hardware-fault", "checkpoint-save-timeout", "checkpoint-rename-race",
+    "megatron-fused-kernel-compile-hang",
+    "llama3-fsdp-allgather-timeout",
+    "autotrain-creating-trainer-broadcast-timeout",
+    "transformer-engine-mpi-tp-overlap-hang",
+    "nccl-socket-ifname-wrong-interface",
+    "docker-shm-too-small",
+    "pcie-p2p-acs-hang",
+    "infiniband-roce-misconfig",
+    "collective-mismatch-desync",
+    "rendezvous-store-timeout",
+    "rank0-long-preprocessing-barrier-timeout",
+    "torch-extensions-stale-lock",
+    "nccl-watchdog-timeout-triage",
+    "host-oom-kill",
+    "duplicate-gpu-rank-mapping",
+    "gpu-hardware-fault",
+    "checkpoint-save-timeout",
+    "checkpoint-rename-race",
 ]
 
 
 def _reachable_leaves(library):
-    return {(tree_id, tree_step(tree, state).leaf.id)
-            for tree_id, tree in library.trees.items() for state in tree_walk(tree)}
+    return {(tree_id, tree_step(tree, state).leaf.id) for tree_id, tree in library.trees.items() for state in tree_walk(tree)}
 
 
 @pytest.mark.parametrize("slug", REQUIRED_CASES)

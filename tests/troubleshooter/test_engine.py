@@ -1,4 +1,5 @@
 """The step engine: state in, question or leaf out; pure, so no database and no HTTP here."""
+
 import pytest
 
 from troubleshooter.engine import StateError, step_resolve, tree_step

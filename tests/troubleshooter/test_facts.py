@@ -1,4 +1,5 @@
 """Hand-off from log diagnosis: facts answer the questions they can, and the wizard skips those."""
+
 import html
 import re
 from pathlib import Path
@@ -30,10 +31,18 @@ def test_the_launcher_answers_the_launcher_question(tree):
     assert answers_from_facts(tree, {"launcher": "srun"})["launcher"] == "srun"
 
 
-@pytest.mark.parametrize("version, answer", [
-    ("2.1.2", "lt-2.2"), ("2.2.0", "2.2-2.4"), ("2.3.1+cu121", "2.2-2.4"), ("2.4.1", "2.2-2.4"),
-    ("2.5.0", "ge-2.5"), ("2.7.0a0+git1234", "ge-2.5"), ("1.13.1", "lt-2.2"),
-])
+@pytest.mark.parametrize(
+    "version, answer",
+    [
+        ("2.1.2", "lt-2.2"),
+        ("2.2.0", "2.2-2.4"),
+        ("2.3.1+cu121", "2.2-2.4"),
+        ("2.4.1", "2.2-2.4"),
+        ("2.5.0", "ge-2.5"),
+        ("2.7.0a0+git1234", "ge-2.5"),
+        ("1.13.1", "lt-2.2"),
+    ],
+)
 def test_the_pytorch_version_falls_into_its_range(tree, version, answer):
     assert answers_from_facts(tree, {"torch_version": version})["torch"] == answer
 
@@ -59,8 +68,19 @@ def test_the_first_framework_in_the_mapping_order_wins(tree):
 
 
 def test_facts_that_answer_nothing_are_left_out(tree):
-    assert answers_from_facts(tree, {"stage": "reading tea leaves", "launcher": "", "torch_version": "unknown",
-                                     "interfaces": ["eth0"], "timeout_ms": 600000}) == {}
+    assert (
+        answers_from_facts(
+            tree,
+            {
+                "stage": "reading tea leaves",
+                "launcher": "",
+                "torch_version": "unknown",
+                "interfaces": ["eth0"],
+                "timeout_ms": 600000,
+            },
+        )
+        == {}
+    )
 
 
 def test_version_text_is_read_up_to_the_first_non_number():
@@ -70,8 +90,13 @@ def test_version_text_is_read_up_to_the_first_non_number():
 
 
 def test_prefilled_answers_skip_the_questions_the_log_answered(tree):
-    facts = {"stage": "creating trainer", "op_type": "BROADCAST", "frameworks": ["autotrain-advanced"],
-             "launcher": "accelerate", "kernel_version": "5.4.0"}
+    facts = {
+        "stage": "creating trainer",
+        "op_type": "BROADCAST",
+        "frameworks": ["autotrain-advanced"],
+        "launcher": "accelerate",
+        "kernel_version": "5.4.0",
+    }
     step = tree_step(tree, answers_from_facts(tree, facts))
     assert step.question.id == "trainer-link"
     assert [a.question.id for a in step.path] == ["when", "trainer-log", "trainer-framework"]
@@ -79,8 +104,9 @@ def test_prefilled_answers_skip_the_questions_the_log_answered(tree):
 
 @pytest.mark.django_db
 def test_the_wizard_url_for_facts_opens_at_the_first_unanswered_question(client, loaded_content):
-    url = wizard_url_for_facts({"stage": "userbuffers setup", "launcher": "mpirun",
-                                "frameworks": ["megatron-lm", "transformer-engine"]})
+    url = wizard_url_for_facts(
+        {"stage": "userbuffers setup", "launcher": "mpirun", "frameworks": ["megatron-lm", "transformer-engine"]}
+    )
     assert urlsplit(url).path == "/troubleshoot/hang/"
     pairs = parse_qsl(urlsplit(url).query)
     answers = {k: v for k, v in pairs if not k.startswith("_")}
@@ -118,7 +144,9 @@ def test_a_megatron_log_continues_at_the_first_question_it_leaves_open(client, l
     assert any("srun" in item for item in listed), "the launcher the log names waits for its question"
 
 
-@pytest.mark.parametrize("stage, answer", [("building datasets", "preprocess"), ("building dataset indices", "preprocess"),
-                                           ("building model", "trainer")])
+@pytest.mark.parametrize(
+    "stage, answer",
+    [("building datasets", "preprocess"), ("building dataset indices", "preprocess"), ("building model", "trainer")],
+)
 def test_megatron_start_up_stages_answer_when_the_job_stops(tree, stage, answer):
     assert answers_from_facts(tree, {"stage": stage})["when"] == answer

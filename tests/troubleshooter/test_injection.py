@@ -1,4 +1,5 @@
 """Hostile answers: refused with a message (400), and where a value does reach a script, it stays inert data."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,8 +18,22 @@ from troubleshooter.scripts import ScriptSource, script_render
 from tests.kb.html_checks import assert_valid_html
 
 SOURCE = ScriptSource("https://kb.example/kb/c/", (), "https://kb.example/troubleshoot/hang/", "rev")
-HOSTILE = ["eth0; rm -rf ~", "$(id)", "`id`", "eth0\nrm -rf /", "eth0'", 'eth0"', "eth0 && reboot", "eth0|cat",
-           "${IFS}id", "<script>alert(1)</script>", "eth0@if5", "../../etc/passwd", "-rf", "eth0\x00"]
+HOSTILE = [
+    "eth0; rm -rf ~",
+    "$(id)",
+    "`id`",
+    "eth0\nrm -rf /",
+    "eth0'",
+    'eth0"',
+    "eth0 && reboot",
+    "eth0|cat",
+    "${IFS}id",
+    "<script>alert(1)</script>",
+    "eth0@if5",
+    "../../etc/passwd",
+    "-rf",
+    "eth0\x00",
+]
 IFNAME = {"when": "init", "init-log": "iface", "launcher": "torchrun", "container": "docker"}
 
 
@@ -43,12 +58,24 @@ def test_a_hostile_value_never_yields_a_script(client, loaded_content, value):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("question, value", [
-    ("minutes", "60; reboot"), ("minutes", "$(id)"), ("megatron-dir", "/work/$(id)"), ("megatron-dir", "/a b"),
-    ("megatron-dir", "~/Megatron-LM"), ("megatron-dir", "/x/../../etc"), ("master-addr", "10.0.0.5;id"),
-    ("master-addr", "node`id`"), ("master-port", "29500 && id"), ("hca", "mlx5_0:1;id"), ("dump-dir", "/tmp/'x'"),
-    ("gpus", "8\nid"), ("shm-gib", "16g"),
-])
+@pytest.mark.parametrize(
+    "question, value",
+    [
+        ("minutes", "60; reboot"),
+        ("minutes", "$(id)"),
+        ("megatron-dir", "/work/$(id)"),
+        ("megatron-dir", "/a b"),
+        ("megatron-dir", "~/Megatron-LM"),
+        ("megatron-dir", "/x/../../etc"),
+        ("master-addr", "10.0.0.5;id"),
+        ("master-addr", "node`id`"),
+        ("master-port", "29500 && id"),
+        ("hca", "mlx5_0:1;id"),
+        ("dump-dir", "/tmp/'x'"),
+        ("gpus", "8\nid"),
+        ("shm-gib", "16g"),
+    ],
+)
 def test_every_free_value_rule_refuses_shell_syntax(client, loaded_content, question, value):
     response = client.get("/troubleshoot/hang/?" + urlencode({question: value}))
     assert response.status_code == 400
@@ -90,12 +117,18 @@ def test_any_text_that_reached_a_script_would_stay_quoted_and_inert(tmp_path_fac
 
 def test_a_hostile_value_reaches_mpirun_as_one_literal_argument(library, tmp_path):
     hostile = "eth0; touch pwned"
-    step = _step_with_raw_value(library, "iface", hostile, {"when": "init", "init-log": "iface", "launcher": "mpirun",
-                                                             "container": "docker", "iface": "eth0"})
+    step = _step_with_raw_value(
+        library,
+        "iface",
+        hostile,
+        {"when": "init", "init-log": "iface", "launcher": "mpirun", "container": "docker", "iface": "eth0"},
+    )
     script = tmp_path / "fix.sh"
     script.write_text(script_render(step, library.parts, SOURCE))
     fake = tmp_path / "mpirun"
-    fake.write_text("#!/usr/bin/env bash\nif [ \"$1\" = --version ]; then echo 'mpirun (Open MPI) 4.1.6'; exit 0; fi\nprintf '%s\\n' \"$@\"\n")
+    fake.write_text(
+        "#!/usr/bin/env bash\nif [ \"$1\" = --version ]; then echo 'mpirun (Open MPI) 4.1.6'; exit 0; fi\nprintf '%s\\n' \"$@\"\n"
+    )
     fake.chmod(0o755)
     result = _run(script, str(fake), "hostname", cwd=tmp_path)
     assert hostile in result.stdout.splitlines()

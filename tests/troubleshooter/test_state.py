@@ -1,4 +1,5 @@
 """The wizard's URL state: answers off the path are dropped, answers still ahead are kept, reserved keys round-trip."""
+
 from __future__ import annotations
 
 import pytest
@@ -22,8 +23,9 @@ def test_an_answer_to_a_question_still_ahead_is_kept(relay):
 
 
 def test_the_log_mark_goes_with_the_answer_it_marks(relay):
-    _, canonical, _ = state_resolve(relay, State({"phase": "running", "warm-symptom": "stall"},
-                                                 frozenset({"phase", "warm-symptom"})))
+    _, canonical, _ = state_resolve(
+        relay, State({"phase": "running", "warm-symptom": "stall"}, frozenset({"phase", "warm-symptom"}))
+    )
     assert canonical.from_log == {"phase"}
 
 

@@ -1,5 +1,6 @@
 """Wizard state under random input. The contract: a state URL answers 200 with the step its answers lead to, or
 400 (404 for an unknown tree) with a message that says what was wrong; never a 500, never an empty refusal."""
+
 from urllib.parse import urlencode
 
 import html5lib
@@ -46,8 +47,10 @@ def test_any_answers_give_a_step_or_a_state_error(answers):
 
 
 @pytest.mark.django_db
-@given(st.sampled_from(["hang", "hang", "hang", "no-such-tree"]),
-       st.lists(st.tuples(st.sampled_from(QUESTION_IDS + ["x", "tree"]), VALUES), max_size=6))
+@given(
+    st.sampled_from(["hang", "hang", "hang", "no-such-tree"]),
+    st.lists(st.tuples(st.sampled_from(QUESTION_IDS + ["x", "tree"]), VALUES), max_size=6),
+)
 def test_any_query_string_answers_a_step_or_a_refusal_with_a_message(tree_id, pairs):
     client = Client()
     query = urlencode(pairs)

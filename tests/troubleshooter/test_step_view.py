@@ -1,4 +1,5 @@
 """What a wizard step shows, on a fixture tree: the hand-off from a log, Change, stable links, help, the script summary."""
+
 from __future__ import annotations
 
 import re
@@ -49,7 +50,9 @@ def test_pre_answered_questions_are_listed_and_marked_from_your_log(relay):
 def test_an_answer_the_user_gave_is_not_marked_from_your_log(relay):
     context = view(relay, State({"phase": "running", "run-symptom": "gone"}, frozenset({"phase"})))
     assert [(item["question"], item["from_log"]) for item in context["path"]] == [
-        ("When does the relay stop?", True), ("What happens while running?", False)]
+        ("When does the relay stop?", True),
+        ("What happens while running?", False),
+    ]
 
 
 def test_the_stage_fact_answers_the_first_question_through_the_tree_mapping(relay):
@@ -60,7 +63,9 @@ def test_a_stage_the_tree_does_not_map_leaves_the_first_question_open_and_lists_
     context = view(relay, state_from_facts(relay, {**LOG_FACTS, "stage": "compiling"}))
     assert context["question"].id == "phase"
     assert [(item["question"], item["ahead"]) for item in context["path"]] == [
-        ("What happens while running?", True), ("What starts the ranks?", True)]
+        ("What happens while running?", True),
+        ("What starts the ranks?", True),
+    ]
 
 
 def test_change_preselects_the_current_choice(relay):
@@ -107,12 +112,21 @@ def test_value_help_names_the_example_only_when_the_rule_does_not(relay):
     assert "For example" not in value_help(interface, RULES["interface"]), "the interface rule already cites eth0"
 
 
-PARTS = {"relay-timeout": Part(
-    id="relay-timeout", title="Longer timeouts, and what the network looks like",
-    checks=(Check(tool="ss", title="Open sockets", run="ss -tan"), Check(tool="ip", title="Addresses", run="ip -br addr"),
-            Check(tool="ss", title="Listening sockets", run="ss -ltn")),
-    env=(Setting(name="NCCL_DEBUG", value="INFO", why="say which transport NCCL picks"),
-         Setting(name="TORCH_DISTRIBUTED_DEBUG", value="DETAIL", why="log each collective")))}
+PARTS = {
+    "relay-timeout": Part(
+        id="relay-timeout",
+        title="Longer timeouts, and what the network looks like",
+        checks=(
+            Check(tool="ss", title="Open sockets", run="ss -tan"),
+            Check(tool="ip", title="Addresses", run="ip -br addr"),
+            Check(tool="ss", title="Listening sockets", run="ss -ltn"),
+        ),
+        env=(
+            Setting(name="NCCL_DEBUG", value="INFO", why="say which transport NCCL picks"),
+            Setting(name="TORCH_DISTRIBUTED_DEBUG", value="DETAIL", why="log each collective"),
+        ),
+    )
+}
 
 
 @pytest.mark.parametrize("launcher", ["torchrun", "mpirun"])

@@ -1,4 +1,5 @@
 """Tree and script-part validation: every problem is reported with its file and line, and stops the load."""
+
 from pathlib import Path
 
 import pytest
@@ -78,7 +79,10 @@ def test_a_minimal_tree_is_valid(content_copy):
 
 
 def test_an_unreachable_node_is_reported_at_its_line(content_copy):
-    path = _write_mini(content_copy, MINI + "  orphan:\n    type: value\n    question: Lost?\n    rule: minutes\n    example: '5'\n    next: leaf-a\n")
+    path = _write_mini(
+        content_copy,
+        MINI + "  orphan:\n    type: value\n    question: Lost?\n    rule: minutes\n    example: '5'\n    next: leaf-a\n",
+    )
     errors = _messages(_check(content_copy), "mini.yaml")
     assert (_line_of(path, "orphan:"), "node 'orphan' is not reachable from the start") in errors
 
@@ -86,7 +90,8 @@ def test_an_unreachable_node_is_reported_at_its_line(content_copy):
 def test_a_cycle_is_reported(content_copy):
     text = MINI.replace("        next: leaf-a\n      - id: b", "        next: q2\n      - id: b") + (
         "  q2:\n    type: choice\n    question: Again?\n    choices:\n"
-        "      - {id: back, label: Back, next: q1}\n      - {id: forward, label: Forward, next: leaf-a}\n")
+        "      - {id: back, label: Back, next: q1}\n      - {id: forward, label: Forward, next: leaf-a}\n"
+    )
     _write_mini(content_copy, text)
     messages = [m for _, m in _messages(_check(content_copy), "mini.yaml")]
     assert any(m.startswith("cycle: ") and "q1" in m and "q2" in m for m in messages)
@@ -121,15 +126,21 @@ def test_a_leaf_naming_a_missing_script_part_is_reported(content_copy):
 
 
 def test_a_value_question_without_an_example_is_reported(content_copy):
-    path = _write_mini(content_copy, MINI.replace("    asks: [launcher]", "    asks: [launcher, port]") +
-                       "  port:\n    type: value\n    question: Port?\n    rule: port\n")
+    path = _write_mini(
+        content_copy,
+        MINI.replace("    asks: [launcher]", "    asks: [launcher, port]")
+        + "  port:\n    type: value\n    question: Port?\n    rule: port\n",
+    )
     errors = _messages(_check(content_copy), "mini.yaml")
     assert (_line_of(path, "  port:"), "missing required key 'example'") in errors
 
 
 def test_an_example_that_fails_its_own_rule_is_reported(content_copy):
-    path = _write_mini(content_copy, MINI.replace("    asks: [launcher]", "    asks: [launcher, port]") +
-                       "  port:\n    type: value\n    question: Port?\n    rule: port\n    example: '99999'\n")
+    path = _write_mini(
+        content_copy,
+        MINI.replace("    asks: [launcher]", "    asks: [launcher, port]")
+        + "  port:\n    type: value\n    question: Port?\n    rule: port\n    example: '99999'\n",
+    )
     errors = _messages(_check(content_copy), "mini.yaml")
     assert any(line == _line_of(path, "example: '99999'") and "does not pass its own rule" in m for line, m in errors)
 
@@ -141,7 +152,13 @@ def test_a_leaf_whose_script_reads_an_unanswered_role_is_reported(content_copy):
 
 
 def test_a_fact_mapping_to_a_missing_choice_is_reported(content_copy):
-    _write_mini(content_copy, MINI.replace("    question: Which way?\n", "    question: Which way?\n    facts:\n      - fact: stage\n        values: {training: c}\n"))
+    _write_mini(
+        content_copy,
+        MINI.replace(
+            "    question: Which way?\n",
+            "    question: Which way?\n    facts:\n      - fact: stage\n        values: {training: c}\n",
+        ),
+    )
     assert any("maps to 'c', which is not a choice here" in m for _, m in _messages(_check(content_copy), "mini.yaml"))
 
 
@@ -157,7 +174,9 @@ def test_a_yaml_syntax_error_is_reported_at_its_line(content_copy):
 
 
 def test_a_duplicate_key_is_reported_at_its_line(content_copy):
-    path = _write_mini(content_copy, MINI.replace("    question: Which way?\n", "    question: Which way?\n    question: Twice?\n"))
+    path = _write_mini(
+        content_copy, MINI.replace("    question: Which way?\n", "    question: Which way?\n    question: Twice?\n")
+    )
     assert (_line_of(path, "question: Twice?"), "duplicate key 'question'") in _messages(_check(content_copy), "mini.yaml")
 
 
@@ -171,13 +190,18 @@ def test_a_part_that_sets_a_variable_that_is_no_fix_is_refused(content_copy, var
 
 def test_a_flight_recorder_variable_without_the_pytorch_condition_is_refused(content_copy):
     path = content_copy / "scripts" / "debug.yaml"
-    path.write_text(path.read_text().replace("      - only: {torch: [ge-2.5]}\n        name: TORCH_NCCL_DUMP_ON_TIMEOUT", "      - name: TORCH_NCCL_DUMP_ON_TIMEOUT"))
+    path.write_text(
+        path.read_text().replace(
+            "      - only: {torch: [ge-2.5]}\n        name: TORCH_NCCL_DUMP_ON_TIMEOUT",
+            "      - name: TORCH_NCCL_DUMP_ON_TIMEOUT",
+        )
+    )
     assert any("TORCH_NCCL_DUMP_ON_TIMEOUT exists only for torch" in m for _, m in _messages(_check(content_copy), "debug.yaml"))
 
 
 def test_a_placeholder_inside_quotes_is_refused(content_copy):
     path = content_copy / "scripts" / "network.yaml"
-    path.write_text(path.read_text().replace("ip -br addr show dev @iface@", "ip -br addr show dev \"@iface@\""))
+    path.write_text(path.read_text().replace("ip -br addr show dev @iface@", 'ip -br addr show dev "@iface@"'))
     assert any("write @iface@ bare" in m for _, m in _messages(_check(content_copy), "network.yaml"))
 
 
@@ -186,7 +210,10 @@ def test_validate_content_stops_with_file_and_line(content_copy, settings, capsy
     settings.CONTENT_DIR = content_copy
     with pytest.raises(CommandError):
         call_command("validate_content")
-    assert f"trees/mini.yaml:{_line_of(path, 'case: no-such-case')}: leaf 'leaf-a' names case 'no-such-case'" in capsys.readouterr().err
+    assert (
+        f"trees/mini.yaml:{_line_of(path, 'case: no-such-case')}: leaf 'leaf-a' names case 'no-such-case'"
+        in capsys.readouterr().err
+    )
 
 
 def test_a_misspelt_key_in_a_version_range_is_reported_at_its_line(content_copy):

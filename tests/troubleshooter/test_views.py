@@ -1,4 +1,5 @@
 """Wizard pages through the Django test client, as plain pages and as htmx partials."""
+
 from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -105,10 +106,13 @@ def test_links_carry_the_answers_sorted_so_equal_states_share_a_url(client):
         assert keys == sorted(keys)
 
 
-@pytest.mark.parametrize("answers, kind, names", [
-    ({"when": "init", "init-log": "iface", "launcher": "mpirun"}, "value-form", ["iface", "init-log", "launcher", "when"]),
-    ({"when": "init", "init-log": "iface"}, "choice-form", ["init-log"] + ["launcher"] * 5 + ["when"]),
-])
+@pytest.mark.parametrize(
+    "answers, kind, names",
+    [
+        ({"when": "init", "init-log": "iface", "launcher": "mpirun"}, "value-form", ["iface", "init-log", "launcher", "when"]),
+        ({"when": "init", "init-log": "iface"}, "choice-form", ["init-log"] + ["launcher"] * 5 + ["when"]),
+    ],
+)
 def test_the_answer_form_sends_every_answer_in_sorted_order(client, answers, kind, names):
     """Submitted as it stands, the form's query is already canonical: no redirect after the answer."""
     page = client.get(url(answers))
@@ -217,13 +221,16 @@ def test_every_question_and_every_leaf_renders_as_valid_html(client, library):
     assert seen_leaves == {leaf.id for leaf in tree.leaves()}
 
 
-@pytest.mark.parametrize("query, message", [
-    ("nosuch=1", "not a question in this troubleshooter"),
-    ("when=yesterday", "is not one of the answers"),
-    ("when=init&when=launch", "is answered 2 times"),
-    ("leaf-ifname=1", "a diagnosis, not a question"),
-    ("iface=eth0%3Bid", "That is not valid here"),
-])
+@pytest.mark.parametrize(
+    "query, message",
+    [
+        ("nosuch=1", "not a question in this troubleshooter"),
+        ("when=yesterday", "is not one of the answers"),
+        ("when=init&when=launch", "is answered 2 times"),
+        ("leaf-ifname=1", "a diagnosis, not a question"),
+        ("iface=eth0%3Bid", "That is not valid here"),
+    ],
+)
 def test_a_tampered_state_is_a_400_with_a_message(client, query, message):
     for partial in (False, True):
         response = client.get(f"/troubleshoot/hang/?{query}", **(HTMX if partial else {}))
@@ -256,6 +263,7 @@ def test_a_tree_the_last_load_refused_does_not_reach_the_wizard(client, settings
     had refused ("nothing was changed") broke /troubleshoot/hang/ at once."""
     from django.core.management import call_command
     from django.core.management.base import CommandError
+
     settings.CONTENT_DIR = content_copy
     settings.SEARCH_INDEX_DIR = tmp_path / "published"
     call_command("load_content", verbosity=0)
@@ -270,6 +278,7 @@ def test_a_tree_the_last_load_refused_does_not_reach_the_wizard(client, settings
 def test_a_troubleshooter_outcome_asks_did_this_fix_it_and_counts_the_vote(client, loaded_content, library):
     import re
     from kb.reports.store import case_feedback
+
     state = next(iter(tree_walk(library.trees["hang"])))
     leaf = tree_step(library.trees["hang"], state).leaf
     page = client.get(step_url("hang", state)).content.decode()

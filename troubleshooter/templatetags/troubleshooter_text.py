@@ -1,4 +1,5 @@
 """Template filters for tree text: escaped before any markup is added."""
+
 from django import template
 
 from kb.templatetags.kb_extras import inline_code

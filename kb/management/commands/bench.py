@@ -1,5 +1,6 @@
 """`python manage.py bench` (via `make bench`): diagnosis MB/s against grep -c on two log shapes, 64 rank files
 on all cores, the command line on a large log (time and peak memory), and text-search latency."""
+
 import os
 import subprocess
 import sys
@@ -11,7 +12,13 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from kb.benchmark import (
-    TYPICAL_ERRORS, bench_log_write, best_of, console_log_write, files_split, grep_seconds, latency_summary,
+    TYPICAL_ERRORS,
+    bench_log_write,
+    best_of,
+    console_log_write,
+    files_split,
+    grep_seconds,
+    latency_summary,
 )
 from kb.diagnose import diagnosis_run, rules_current
 from kb.search.index import search, search_cache_clear
@@ -37,17 +44,23 @@ class Command(BaseCommand):
                 seconds, diagnosis = best_of(runs, lambda: diagnosis_run([(path.name, path)]))
                 grep_s, grep_count = grep_seconds(path, runs)
                 top = diagnosis.matches[0] if diagnosis.matches else None
-                self.stdout.write(f"\n{shape}: {mb:.1f} MB, {diagnosis.stats['lines']} lines, {grep_count} watchdog lines (deterministic)")
-                self.stdout.write(f"  diagnose: {seconds * 1000:.0f} ms = {mb / seconds:.1f} MB/s "
-                                  f"(best of {runs}; top case {top.slug if top else 'none'} at {top.confidence if top else 0:.2f})")
+                self.stdout.write(
+                    f"\n{shape}: {mb:.1f} MB, {diagnosis.stats['lines']} lines, {grep_count} watchdog lines (deterministic)"
+                )
+                self.stdout.write(
+                    f"  diagnose: {seconds * 1000:.0f} ms = {mb / seconds:.1f} MB/s "
+                    f"(best of {runs}; top case {top.slug if top else 'none'} at {top.confidence if top else 0:.2f})"
+                )
                 self.stdout.write(f"  grep -c baseline: {grep_s * 1000:.0f} ms = {mb / grep_s:.1f} MB/s")
                 self.stdout.write(f"  ratio diagnose/grep: {seconds / grep_s:.1f}x")
             console = Path(tmp) / "torchrun.log"
             ranks = files_split(console, Path(tmp) / "ranks", 64)
             one, _ = best_of(runs, lambda: diagnosis_run([(p.name, p) for p in ranks], workers=1))
             many, _ = best_of(runs, lambda: diagnosis_run([(p.name, p) for p in ranks], workers=cores))
-            self.stdout.write(f"\n64 rank files ({megabytes} MB): one process {one * 1000:.0f} ms, {cores} processes "
-                              f"{many * 1000:.0f} ms: {one / many:.2f}x the single-core throughput")
+            self.stdout.write(
+                f"\n64 rank files ({megabytes} MB): one process {one * 1000:.0f} ms, {cores} processes "
+                f"{many * 1000:.0f} ms: {one / many:.2f}x the single-core throughput"
+            )
             if big_megabytes:
                 self._big_run(Path(tmp), big_megabytes)
         search(TYPICAL_ERRORS[0], index_dir=settings.SEARCH_INDEX_DIR)  # open the index once, as a warm worker has
@@ -78,9 +91,11 @@ class Command(BaseCommand):
         seconds = time.perf_counter() - started
         grep_s, _ = grep_seconds(path, 1)
         outcome = "ok" if child.returncode == 0 else f"exit {child.returncode}"
-        self.stdout.write(f"\ncommand line on a {mb:.0f} MB console log: {seconds:.1f} s = {mb / seconds:.0f} MB/s, "
-                          f"peak memory {peak_kb / 1024:.0f} MB ({outcome}); grep -c {grep_s:.2f} s; "
-                          f"ratio {seconds / grep_s:.1f}x (includes start-up)")
+        self.stdout.write(
+            f"\ncommand line on a {mb:.0f} MB console log: {seconds:.1f} s = {mb / seconds:.0f} MB/s, "
+            f"peak memory {peak_kb / 1024:.0f} MB ({outcome}); grep -c {grep_s:.2f} s; "
+            f"ratio {seconds / grep_s:.1f}x (includes start-up)"
+        )
         path.unlink()
 
 

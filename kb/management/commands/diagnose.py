@@ -2,6 +2,7 @@
 
 Several paths are one job's logs (ranks or nodes); `-` reads standard input.
 """
+
 import json
 import os
 import sys
@@ -21,20 +22,28 @@ def _is_dump(file: Path) -> bool:
     with file.open("rb") as handle:
         head = handle.read(1 << 20)
     return flight_recorder_detect(file.name, head)
+
+
 from kb.diagnosis.engine import CONFIDENT
 
 
 class Command(BaseCommand):
-    help = ("Rank the known cases that explain a job's logs, with evidence lines and extracted facts. Paths may be "
-            "log files, a directory (torchrun --log-dir, Slurm outputs), a .tar/.tar.gz/.zip of one, or Flight "
-            "Recorder dumps.")
+    help = (
+        "Rank the known cases that explain a job's logs, with evidence lines and extracted facts. Paths may be "
+        "log files, a directory (torchrun --log-dir, Slurm outputs), a .tar/.tar.gz/.zip of one, or Flight "
+        "Recorder dumps."
+    )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("paths", nargs="+", help="log files of one job; '-' reads standard input")
         parser.add_argument("--json", action="store_true", help="print the JSON of the diagnosis contract")
         parser.add_argument("--top", type=int, default=5, help="how many cases to list (default 5)")
-        parser.add_argument("--max-bytes", type=int, default=None,
-                            help="refuse inputs larger than this (no limit by default: the web limit is for uploads)")
+        parser.add_argument(
+            "--max-bytes",
+            type=int,
+            default=None,
+            help="refuse inputs larger than this (no limit by default: the web limit is for uploads)",
+        )
 
     def handle(self, *args, paths: list[str], json: bool, top: int, max_bytes: int | None, **options) -> None:
         if top < 1:
@@ -82,11 +91,16 @@ def _text(result: dict) -> str:
     if "first_failure" in result:
         out.append(f"First failure: {result['first_failure']['summary']}.")
     if confident and confident[0]["kind"] == "guide":
-        out.append("Not enough to tell why: the log shows a timeout and nothing that explains it. "
-                   f"Next step: {confident[0]['title']} ({confident[0]['url']}).")
+        out.append(
+            "Not enough to tell why: the log shows a timeout and nothing that explains it. "
+            f"Next step: {confident[0]['title']} ({confident[0]['url']})."
+        )
     elif not confident:
-        out.append("No failure found in this log: every suspicious line is a known-harmless message."
-                   if result["harmless"] else "No known case explains this log with confidence.")
+        out.append(
+            "No failure found in this log: every suspicious line is a known-harmless message."
+            if result["harmless"]
+            else "No known case explains this log with confidence."
+        )
     for number, match in enumerate(result["matches"], 1):
         kind = " (guide)" if match["kind"] == "guide" else ""
         out.append(f"\n{number}. {match['title']}  [{match['slug']}]{kind}  confidence {match['confidence']:.2f}")
@@ -111,8 +125,12 @@ def _text(result: dict) -> str:
         for group in result["flight_recorder"]["groups"]:
             out.append(f"  {'*' if group.get('odd') else ' '} {group['where']}")
     if "stacks" in result:
-        out.append("\nStacks: " + " · ".join(f"{g['label']} in {g['where']}{' (odd one out)' if g['odd'] else ''}"
-                                            for g in result["stacks"]["groups"]))
+        out.append(
+            "\nStacks: "
+            + " · ".join(
+                f"{g['label']} in {g['where']}{' (odd one out)' if g['odd'] else ''}" for g in result["stacks"]["groups"]
+            )
+        )
     for harmless in result["harmless"]:
         where = f"{harmless['file']}:" if "file" in harmless else ""
         out.append(f"\nNot the problem: {where}{harmless['line']}: {harmless['title']} ({harmless['url']})")

@@ -1,4 +1,5 @@
 """`python manage.py load_content`: validate content/, then write the database and the search index."""
+
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
@@ -21,7 +22,9 @@ class Command(BaseCommand):
                 self.stderr.write(str(error))
             raise CommandError(f"{len(err.errors)} content problem(s); nothing was changed.")
         if report.skipped:
-            self.stdout.write(f"Content revision {report.revision} is already loaded and published; nothing to do (--force reloads).")
+            self.stdout.write(
+                f"Content revision {report.revision} is already loaded and published; nothing to do (--force reloads)."
+            )
             return
         self.stdout.write(
             f"Loaded {report.total} cases (revision {report.revision}): {report.created} new, "

@@ -1,4 +1,5 @@
 """Delete shared reports past their expiry (run it daily from cron; see README, "Shared reports")."""
+
 from django.core.management.base import BaseCommand
 
 from kb.reports.store import reports_purge

@@ -1,5 +1,6 @@
 """`python manage.py reliability`: the engine over the project's own labelled logs, scored, with a
 reliability table (how often a match in each confidence band is right)."""
+
 from pathlib import Path
 
 from django.conf import settings
@@ -23,11 +24,15 @@ class Command(BaseCommand):
             for v in verdicts:
                 if not v.ok:
                     got = ", ".join(f"{s}:{c:.2f}" for s, c in v.top3) or "nothing"
-                    self.stdout.write(f"MISS {v.entry.id}: want {v.entry.primary or list(v.entry.acceptable) or 'no match'}; got {got}")
+                    self.stdout.write(
+                        f"MISS {v.entry.id}: want {v.entry.primary or list(v.entry.acceptable) or 'no match'}; got {got}"
+                    )
         score = corpus_score(verdicts)
         fmt = lambda x: "  –  " if x is None else f"{x:.2f}"  # noqa: E731
-        self.stdout.write(f"\nOwn corpus: {score['all']['n']} logs  top1={fmt(score['all']['top1'])} "
-                          f"hit3={fmt(score['all']['hit3'])} neg={fmt(score['all']['neg'])}")
+        self.stdout.write(
+            f"\nOwn corpus: {score['all']['n']} logs  top1={fmt(score['all']['top1'])} "
+            f"hit3={fmt(score['all']['hit3'])} neg={fmt(score['all']['neg'])}"
+        )
         self.stdout.write("\ncategory        n   top1  hit3  neg")
         for name, s in score["by_category"].items():
             self.stdout.write(f"{name:<14}{s['n']:>3}  {fmt(s['top1'])}  {fmt(s['hit3'])}  {fmt(s['neg'])}")

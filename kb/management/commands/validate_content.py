@@ -1,4 +1,5 @@
 """`python manage.py validate_content`: report every content problem without touching the database."""
+
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 

@@ -1,4 +1,5 @@
 """`python manage.py loadtest_inputs --paths F --log L`: the request mix and the 1 MB log for `make loadtest`."""
+
 from itertools import islice
 from pathlib import Path
 
@@ -28,8 +29,11 @@ class Command(BaseCommand):
         for tree_id, tree in sorted(library.trees.items()):
             for answers in islice(tree_walk(tree), 0, 400, 40):
                 partial = dict(list(answers.items())[: max(1, len(answers) // 2)])
-                lines += [f"GET {step_url(tree_id, partial)}", f"GET {step_url(tree_id, answers)}",
-                          f"GET {script_url(tree_id, answers)}"]
+                lines += [
+                    f"GET {step_url(tree_id, partial)}",
+                    f"GET {step_url(tree_id, answers)}",
+                    f"GET {script_url(tree_id, answers)}",
+                ]
         lines += [f"GET {reverse('kb:home')}"] * 2
         # One diagnose post of the 1 MB log for every ten other requests.
         mixed = []
