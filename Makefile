@@ -35,6 +35,7 @@ serve: install nginx
 
 test: install-dev browser nginx
 	$(VENV)/bin/ruff check kb troubleshooter config tests
+	$(VENV)/bin/ruff format --check kb troubleshooter config tests
 	$(PY) -m pytest -n auto
 	@echo "== the tests that touch the database (browser ones aside) again on PostgreSQL, started on loopback by tests/postgres/start.sh =="
 	DATABASE_URL="$$(bash tests/postgres/start.sh)" $(PY) -m pytest -m "database and not browser"
