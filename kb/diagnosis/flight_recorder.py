@@ -71,6 +71,22 @@ class _NoGlobalsUnpickler(pickle.Unpickler):
         raise _GlobalAsked("a persistent id", "the pickle uses persistent ids; a Flight Recorder dump does not")
 
 
+# What a damaged or crafted pickle raises while loading: each means "not a readable dump", never a crash.
+_UNREADABLE = (
+    EOFError,
+    ValueError,
+    TypeError,
+    IndexError,
+    KeyError,
+    AttributeError,
+    OverflowError,
+    MemoryError,
+    RecursionError,
+    struct.error,
+    UnicodeDecodeError,
+)
+
+
 def pickle_global_asked(data: bytes) -> str | None:
     """What a pickle (protocol 2 or later, as dumps are written) asks to import, such as `os.system`, or None
     for anything else. Loaded with the unpickler that refuses every global, so nothing is imported or run:
@@ -81,20 +97,7 @@ def pickle_global_asked(data: bytes) -> str | None:
         _NoGlobalsUnpickler(io.BytesIO(data)).load()
     except _GlobalAsked as asked:
         return asked.what
-    except (
-        pickle.UnpicklingError,
-        EOFError,
-        ValueError,
-        TypeError,
-        IndexError,
-        KeyError,
-        AttributeError,
-        OverflowError,
-        MemoryError,
-        RecursionError,
-        struct.error,
-        UnicodeDecodeError,
-    ):
+    except (pickle.UnpicklingError, *_UNREADABLE):
         return None
     return None
 
@@ -123,19 +126,7 @@ def flight_recorder_load(data: bytes) -> dict[str, Any]:
             loaded = _NoGlobalsUnpickler(io.BytesIO(data)).load()
         except pickle.UnpicklingError as error:
             raise FlightRecorderError(f"refused: {error}") from None
-        except (
-            EOFError,
-            ValueError,
-            TypeError,
-            IndexError,
-            KeyError,
-            AttributeError,
-            OverflowError,
-            MemoryError,
-            RecursionError,
-            struct.error,
-            UnicodeDecodeError,
-        ) as error:
+        except _UNREADABLE as error:
             raise FlightRecorderError(f"not a readable pickle ({type(error).__name__}: {error})") from None
     else:
         try:

@@ -19,17 +19,16 @@ def timeouts(ranks, op="ALLREDUCE", seq=1) -> str:
     return "\n".join(TIMEOUT.format(r=r, op=op, seq=seq) for r in ranks)
 
 
+ANY_TIMEOUT = {
+    "id": "any-timeout",
+    "description": "a watchdog timeout",
+    "weight": 1,
+    "pattern": r"Watchdog caught collective operation timeout",
+}
 CASES = [
     {
         "slug": "desync",
-        "signatures": [
-            {
-                "id": "any-timeout",
-                "description": "a watchdog timeout",
-                "weight": 1,
-                "pattern": r"Watchdog caught collective operation timeout",
-            }
-        ],
+        "signatures": [ANY_TIMEOUT],
         "conditions": [
             {
                 "id": "ranks-disagree",
@@ -64,14 +63,7 @@ CASES = [
     },
     {
         "slug": "rank0-slow",
-        "signatures": [
-            {
-                "id": "any-timeout",
-                "description": "a watchdog timeout",
-                "weight": 1,
-                "pattern": r"Watchdog caught collective operation timeout",
-            }
-        ],
+        "signatures": [ANY_TIMEOUT],
         "conditions": [
             {"id": "rank0-silent", "description": "rank 0 never timed out", "fact": "silent_ranks", "contains": 0, "weight": 3},
             {
