@@ -9,7 +9,7 @@ from django.urls import reverse
 from kb.diagnosis.engine import Diagnosis, log_diagnose
 from kb.diagnosis.reading import Source
 from kb.diagnosis.rules import Rules, rules_compile
-from kb.diagnosis.verdict import failure_text
+from kb.diagnosis.verdict import MAX_GROUPS, failure_text
 from kb.job_input import JobInput
 from kb.models import Case, ContentState, HarmlessLine
 
@@ -92,8 +92,10 @@ def diagnosis_json(diagnosis: Diagnosis, *, notes: list[str] | None = None) -> d
             "disagree": verdict.disagree,
             "first_collective": verdict.first_collective,
             "object_collective": verdict.object_collective,
-            "groups": verdict.groups,
+            "groups": verdict.groups[:MAX_GROUPS],
+            "groups_total": len(verdict.groups),
             "table": verdict.table,
+            "table_total": verdict.table_total,
         }
     where = rank_groups_json(diagnosis)
     if where is not None:

@@ -24,6 +24,8 @@ QUIET_STATES = {
     "no-output": "no output",
     "no-log": "no log file",
 }
+MAX_GROUPS = 24  # groups listed (largest first); the rest are counted in groups_total
+SUMMARY_GROUPS = 8  # groups named in the one-line summary
 # The job facts a group is itself evidence of: a case condition on one of these supports the group.
 _QUIET_FACTS = frozenset({"silent_ranks", "fr_missing_ranks"})
 _EVIDENCE_RANK_RE = re.compile(r"\[(?:rank|Rank|RANK) ?(\d{1,6})\]|\(rank (\d{1,6})\)")
@@ -142,15 +144,24 @@ def rank_groups_build(
         group["place"] = _group_place(group)
         who = f"rank {ranks[0]}" if len(ranks) == 1 else f"{len(ranks)} ranks"
         group["text"] = f"{who}{':' if group['basis'] == 'quiet' else ''} {group['place']}"
-        group.update(_link(group, data["facts"], list(matches), steps or {}, source_ranks or {}))
+        group["_facts"] = data["facts"]
         groups.append(group)
     groups.sort(key=lambda g: (-g["count"], g["odd"], g["ranks"][0]))
     quiet = [r for g in groups if g["basis"] == "quiet" for r in g["ranks"]]
+    missing = sorted(r for g in groups if g["state"] == "no-log" for r in g["ranks"])
+    shown = groups[:MAX_GROUPS]  # a crafted paste can hold thousands of one-rank groups
+    listed = matches if isinstance(matches, list) else list(matches)
+    for group in shown:
+        group.update(_link(group, group.pop("_facts"), listed, steps or {}, source_ranks or {}))
+    summary = " · ".join(g["text"] for g in shown[:SUMMARY_GROUPS])
+    if len(groups) > SUMMARY_GROUPS:
+        summary += f" · and {len(groups) - SUMMARY_GROUPS} more groups"
     return {
-        "summary": " · ".join(g["text"] for g in groups),
-        "groups": groups,
+        "summary": summary,
+        "groups": shown,
+        "groups_total": len(groups),
         "silent": sorted(quiet),
-        "missing": sorted(r for g in groups if g["state"] == "no-log" for r in g["ranks"]),
+        "missing": missing,
         "ranks_known": len(placed),
     }
 

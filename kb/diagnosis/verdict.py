@@ -6,12 +6,18 @@ conditions score, so the verdict changes which case wins, not only what the page
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from kb.diagnosis.events import Failure
 from kb.diagnosis.facts import RankState
 from kb.diagnosis.stacks import Stack
+
+
+# Rows of the per-rank table kept, and groups shown by the page and the JSON: a crafted 1 MB paste of 4,000 ranks,
+# each at its own SeqNum, must not come back as megabytes (the aggregates are still computed over every rank).
+TABLE_ROWS = 256
+MAX_GROUPS = 24
 
 
 @dataclass(frozen=True)
@@ -20,10 +26,11 @@ class RankVerdict:
     behind: list[int]
     silent: list[int]
     disagree: bool
-    table: list[dict]
+    table: list[dict]  # one row per reporting rank, the first TABLE_ROWS of them by rank
     groups: list[dict] = field(default_factory=list)
     first_collective: bool = False
     object_collective: bool = False
+    table_total: int = 0  # ranks that reported, all of them
 
 
 def rank_verdict(ranks: dict[int, RankState], world_size: int | None, failure: Failure | None = None) -> RankVerdict | None:
@@ -32,7 +39,7 @@ def rank_verdict(ranks: dict[int, RankState], world_size: int | None, failure: F
     reporting = {r: s for r, s in ranks.items() if s.op or s.last_completed is not None}
     if not reporting:
         return None
-    table = [asdict(reporting[r]) for r in sorted(reporting)]
+    table = [dict(vars(reporting[r])) for r in sorted(reporting)[:TABLE_ROWS]]
     progress = {r: _progress(s) for r, s in reporting.items()}
     lowest = min(progress.values())
     behind = sorted(r for r, p in progress.items() if p == lowest) if len(set(progress.values())) > 1 else []
@@ -46,7 +53,7 @@ def rank_verdict(ranks: dict[int, RankState], world_size: int | None, failure: F
     parts = [f"{ranks_text(sorted(reporting))} timed out"]
     ops = sorted({s.op for s in reporting.values() if s.op})
     if ops and seqs:
-        parts[0] += f" in {'/'.join(ops)} (SeqNum {', '.join(map(str, sorted(set(seqs))))})"
+        parts[0] += f" in {'/'.join(ops[:6])}{' and more' if len(ops) > 6 else ''} (SeqNum {_numbers_text(sorted(set(seqs)))})"
     if first:
         parts.append(
             "every one of them was in its first collective: the ranks never completed a single "
@@ -79,6 +86,7 @@ def rank_verdict(ranks: dict[int, RankState], world_size: int | None, failure: F
         silent=silent,
         disagree=disagree,
         table=table,
+        table_total=len(reporting),
         groups=_groups(reporting, silent, behind),
         first_collective=first,
         object_collective=objects,
@@ -204,6 +212,13 @@ def _progress(state: RankState) -> int:
     if state.last_completed is not None:
         return state.last_completed
     return (state.seq or 0) - 1
+
+
+def _numbers_text(numbers: list[int]) -> str:
+    """A few numbers listed; many, as their range and count."""
+    if len(numbers) <= 6:
+        return ", ".join(map(str, numbers))
+    return f"{numbers[0]}–{numbers[-1]}, {len(numbers)} different"
 
 
 def ranks_text(ranks: list[int]) -> str:

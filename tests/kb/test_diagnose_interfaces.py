@@ -120,3 +120,18 @@ def test_results_hand_the_facts_to_the_troubleshooter(client):
     link = re.search(r'<a class="button" href="([^"]+)">Continue in the troubleshooter', page).group(1)
     assert link.startswith("/troubleshoot/") and "launcher=" in link
     assert client.get(link.replace("&amp;", "&")).status_code == 200
+
+
+def test_the_api_answers_a_paste_of_thousands_of_ranks_with_bounded_rows_and_groups(client):
+    lines = [
+        f"[rank{i}]:[E1121 04:00:00.123 ProcessGroupNCCL.cpp:616] [Rank {i}] Watchdog caught collective operation "
+        f"timeout: WorkNCCL(SeqNum={i}, OpType=ALLREDUCE, NumelIn={i}, NumelOut={i}, Timeout(ms)=600000) ran for "
+        f"600000 milliseconds before timing out."
+        for i in range(3000)
+    ]
+    response = client.post("/api/diagnose", data="\n".join(lines).encode(), content_type="text/plain")
+    body = response.json()
+    assert response.status_code == 200 and len(response.content) < 200_000
+    assert len(body["ranks"]["table"]) == 256 and body["ranks"]["table_total"] == 3000
+    assert len(body["ranks"]["groups"]) == 24 and body["ranks"]["groups_total"] == 3000
+    assert len(body["rank_groups"]["groups"]) == 24 and body["rank_groups"]["groups_total"] == 3000

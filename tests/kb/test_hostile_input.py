@@ -135,7 +135,8 @@ def test_diagnosis_never_raises_on_random_bytes(data):
 def test_diagnosis_of_shuffled_real_lines_with_noise_never_raises(lines, noise):
     text = "\n".join(lines + [noise])
     result = log_diagnose([("log", text.encode("utf-8", "surrogatepass"))], SIGNATURES)
-    expected_lines = text.count("\n") + (0 if not text or text.endswith("\n") else 1)
+    kept = text.replace("\x00", "")  # NUL bytes (a preallocated or crashed log's zero fill) are dropped, as if absent
+    expected_lines = kept.count("\n") + (0 if not kept or kept.endswith("\n") else 1)
     assert result.stats["lines"] == expected_lines
 
 
@@ -208,3 +209,20 @@ def test_a_set_valued_fact_keeps_at_most_its_bound_of_values():
 def test_facts_within_their_bounds_are_returned_unchanged():
     kept = {"hosts": ["node-a", "node-b"], "nccl_version": "2.21.5", "ranks": list(range(512)), "world_size": 512}
     assert facts.facts_bounded(kept) == (kept, [])
+
+
+def test_a_paste_of_thousands_of_ranks_each_in_its_own_collective_gives_bounded_tables_and_groups():
+    """Regression: a crafted 1 MB paste (every rank at its own SeqNum) came back from /api/diagnose as 3 MB of
+    per-rank rows and one-rank groups, and cost a worker 0.4 s to shape."""
+    lines = [
+        f"[rank{i}]:[E1121 04:00:00.123 ProcessGroupNCCL.cpp:616] [Rank {i}] Watchdog caught collective operation "
+        f"timeout: WorkNCCL(SeqNum={i}, OpType=ALLREDUCE, NumelIn={i}, NumelOut={i}, Timeout(ms)=600000) ran for "
+        f"600000 milliseconds before timing out."
+        for i in range(3000)
+    ]
+    diagnosis = log_diagnose([("log", "\n".join(lines).encode())], SIGNATURES)
+    verdict = diagnosis.verdict
+    assert len(verdict.table) == 256 and verdict.table_total == 3000
+    assert "SeqNum 0–2999, 3000 different" in verdict.summary
+    where = diagnosis.rank_groups
+    assert len(where["groups"]) <= 24 and where["groups_total"] == 3000 and len(where["summary"]) < 1000
