@@ -159,12 +159,47 @@ PAGES = {
 }
 
 
+WATCHDOG_LINE = (
+    "[rank3]:[E1107 09:22:51.410233 ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog caught collective operation timeout: "
+    "WorkNCCL(SeqNum=48213, OpType=_ALLGATHER_BASE, NumelIn=54581248, NumelOut=218324992, Timeout(ms)=600000) ran for "
+    "600084 milliseconds before timing out."
+)
+
+
+def wizard_pages() -> dict[str, str]:
+    """The troubleshooter's page kinds: its index, a question, the hand-off from a log (answers listed, marked
+    from your log), a question asked again by Change, and a leaf with its script."""
+    from urllib.parse import quote
+
+    from django.conf import settings
+    from troubleshooter.library import library_read
+    from troubleshooter.links import step_url, wizard_url_for_facts
+    from troubleshooter.tree_model import tree_walk
+
+    tree = library_read(settings.CONTENT_DIR).trees["hang"]
+    handoff = wizard_url_for_facts(
+        {"stage": "compiling and loading fused kernels", "frameworks": ["megatron-lm"], "launcher": "srun"}
+    )
+    first_answer = next(iter(next(iter(tree_walk(tree)))))  # the first question of the first complete path
+    return {
+        "diagnosis results": "/search?q=" + quote(WATCHDOG_LINE),
+        "wizard index": "/troubleshoot/",
+        "wizard question": "/troubleshoot/hang/",
+        "wizard hand-off": handoff,
+        "wizard change": handoff + f"&_change={first_answer}",
+        "wizard leaf": step_url("hang", next(iter(tree_walk(tree)))),
+    }
+
+
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-@pytest.mark.parametrize("kind", list(PAGES))
+@pytest.mark.parametrize(
+    "kind",
+    list(PAGES) + ["diagnosis results", "wizard index", "wizard question", "wizard hand-off", "wizard change", "wizard leaf"],
+)
 def test_axe_finds_no_violation_of_any_impact(browser_page, kind, scheme):
     page = browser_page.page
     page.emulate_media(color_scheme=scheme)
-    page.goto(browser_page.base_url + PAGES[kind])
+    page.goto(browser_page.base_url + (PAGES.get(kind) or wizard_pages()[kind]))
     page.wait_for_load_state("networkidle")
     page.evaluate(AXE)  # through the DevTools protocol: the page's CSP does not apply to it
     result = json.loads(page.evaluate("async () => JSON.stringify(await axe.run(document, {resultTypes: ['violations']}))"))
