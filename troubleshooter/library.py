@@ -21,7 +21,7 @@ from troubleshooter.parts import Part, part_file_read, part_paths
 from troubleshooter.roles import ALWAYS_REQUIRED, ROLE_VALUES
 from troubleshooter.tree_file import tree_file_read, tree_paths
 from troubleshooter.tree_model import Leaf, Tree, tree_branches
-from troubleshooter.yamlfile import YamlFile
+from kb.content.yamllines import YamlDocument
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ class Library:
     trees: dict[str, Tree] = field(default_factory=dict)  # only trees without problems
     parts: dict[str, Part] = field(default_factory=dict)
     errors: list[ContentError] = field(default_factory=list)
-    parsed: list[tuple[Tree, YamlFile]] = field(default_factory=list)  # every tree that parsed, for cross-checks
+    parsed: list[tuple[Tree, YamlDocument]] = field(default_factory=list)  # every tree that parsed, for cross-checks
 
 
 def library_read(content_dir: Path) -> Library:
@@ -94,7 +94,7 @@ def trees_check(content_dir: Path, docs: list[CaseDoc]) -> list[ContentError]:
     return sorted(set(errors))
 
 
-def _tree_parts_check(tree: Tree, doc: YamlFile, parts: dict[str, Part]) -> list[ContentError]:
+def _tree_parts_check(tree: Tree, doc: YamlDocument, parts: dict[str, Part]) -> list[ContentError]:
     errors: list[ContentError] = []
     for leaf in tree.leaves():
         where = ("nodes", leaf.id)

@@ -14,7 +14,7 @@ from typing import Any
 
 from troubleshooter.roles import ROLE_VALUES
 from troubleshooter.variables import VARIABLES
-from troubleshooter.yamlfile import YamlFile, YamlFileError, YamlPath, yaml_file_read
+from kb.content.yamllines import Problem, YamlDocument, YamlLineError, YamlPath, yaml_file_read
 
 PART_ID_RE = re.compile(r"[a-z][a-z0-9-]{0,49}")
 TOOL_RE = re.compile(r"[A-Za-z0-9_.+-]{1,40}")
@@ -31,7 +31,6 @@ ENTRY_FIELDS: dict[str, frozenset[str]] = {
 }
 
 Only = dict[str, frozenset[str]]
-Problem = tuple[YamlPath, str]
 
 
 @dataclass(frozen=True)
@@ -106,7 +105,7 @@ def part_file_read(path: Path, shown: str) -> tuple[dict[str, Part], list[tuple[
     """Parse and check one parts file; returns its good parts and every (line, message) problem."""
     try:
         doc = yaml_file_read(path, shown)
-    except YamlFileError as err:
+    except YamlLineError as err:
         return {}, [(err.line, str(err))]
     problems: list[Problem] = []
     parts: dict[str, Part] = {}
@@ -122,7 +121,7 @@ def part_file_read(path: Path, shown: str) -> tuple[dict[str, Part], list[tuple[
     return parts, [(doc.line_of(where), message) for where, message in problems]
 
 
-def _part_parse(part_id: str, data: Any, where: YamlPath, problems: list[Problem], doc: YamlFile) -> Part | None:
+def _part_parse(part_id: str, data: Any, where: YamlPath, problems: list[Problem], doc: YamlDocument) -> Part | None:
     if not PART_ID_RE.fullmatch(part_id):
         problems.append((where, f"part id '{part_id}' must be lowercase letters, digits and '-'"))
         return None

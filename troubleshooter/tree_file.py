@@ -13,7 +13,7 @@ from kb.diagnosis.conditions import FACTS
 from troubleshooter.roles import ROLE_VALUES
 from troubleshooter.rules import RULES
 from troubleshooter.tree_model import Choice, FactMap, Leaf, Question, Tree, tree_cycle, tree_reachable
-from troubleshooter.yamlfile import YamlFile, YamlFileError, YamlPath, yaml_file_read
+from kb.content.yamllines import Problem, YamlDocument, YamlLineError, YamlPath, yaml_file_read
 
 NODE_ID_RE = re.compile(r"[a-z][a-z0-9-]{0,39}")
 CHOICE_ID_RE = re.compile(r"[a-z0-9][a-z0-9.-]{0,39}")
@@ -33,18 +33,16 @@ CHOICE_KEYS = frozenset({"id", "label", "help", "next"})
 FACT_MAP_KEYS = frozenset({"fact", "values", "versions", "many"})
 VERSION_RANGE_KEYS = frozenset({"below", "answer"})
 
-Problem = tuple[YamlPath, str]
-
 
 def tree_paths(root: Path) -> list[Path]:
     return sorted((root / "trees").glob("*.yaml"))
 
 
-def tree_file_read(path: Path, shown: str) -> tuple[Tree | None, YamlFile | None, list[tuple[int, str]]]:
+def tree_file_read(path: Path, shown: str) -> tuple[Tree | None, YamlDocument | None, list[tuple[int, str]]]:
     """Parse and check one tree file; returns the tree (None when broken), the raw file, and (line, message)s."""
     try:
         doc = yaml_file_read(path, shown)
-    except YamlFileError as err:
+    except YamlLineError as err:
         return None, None, [(err.line, str(err))]
     problems: list[Problem] = []
     tree = _tree_parse(doc.data, path.stem, problems)

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from kb.content.errors import ContentError, display_path
-from kb.content.frontmatter import FrontMatter, FrontMatterError, front_matter_split
+from kb.content.frontmatter import FrontMatter, front_matter_split
+from kb.content.yamllines import YamlLineError
 from kb.content.rendering import RenderedBody, body_render
 from kb.content.schema import (
     OPTIONAL_SECTIONS,
@@ -74,7 +75,7 @@ def case_file_read(path: Path, content_dir: Path) -> tuple[CaseDoc | None, list[
         return None, [ContentError(shown, line, "file is not valid UTF-8")]
     try:
         fm = front_matter_split(text)
-    except FrontMatterError as err:
+    except YamlLineError as err:
         return None, [ContentError(shown, err.line, str(err))]
     errors = [ContentError(shown, fm.line_of(p), message) for p, message in case_front_matter_check(fm.data)]
     if errors:

@@ -13,6 +13,7 @@ from typing import Any, Callable
 from kb.diagnosis.scanning import required_literals, sre_parse
 from kb.diagnosis.conditions import condition_problems
 from kb.diagnosis.versions import version_spec_valid
+from kb.content.yamllines import Problem
 
 SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 SIGNATURE_ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -90,8 +91,6 @@ WEIGHT_RANGE = (-10.0, 10.0)
 REQUIRED_SECTIONS = ("symptoms", "signatures", "root-cause", "fix", "prevention", "background")
 OPTIONAL_SECTIONS = ("corrections", "versions")
 RENDERED_SECTIONS = ("references",)  # rendered from front matter by the page template
-
-Problem = tuple[tuple, str]  # (path into the YAML data, message)
 
 
 @dataclass(frozen=True)

@@ -1,21 +1,49 @@
-"""Parse YAML safely and remember the file line of every key and item, so problems name file:line.
-
-Shared by case front matter (kb/content/frontmatter.py) and the troubleshooter's tree and script files.
+"""The one YAML reader of the content: parse safely and remember the file line of every key and item, so
+every problem names file:line. Case front matter (kb/content/frontmatter.py), the harmless list, and the
+troubleshooter's tree and script-part files all read through here and report with the same types.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import yaml
 
 YamlPath = tuple  # a path into the data: ("signatures", 2, "pattern")
+Problem = tuple[YamlPath, str]  # what a validator finds: where in the data, and what is wrong
 
 
 class YamlLineError(ValueError):
+    """A file that cannot be read as YAML at all (syntax, encoding, duplicate or non-string keys), at its line."""
+
     def __init__(self, line: int, message: str) -> None:
         self.line = line
         super().__init__(message)
+
+
+@dataclass
+class YamlDocument:
+    """Parsed data with the file line of every path into it."""
+
+    data: Any
+    lines: dict[YamlPath, int] = field(default_factory=dict)
+    path: str = ""  # as shown to the author
+
+    def line_of(self, where: YamlPath) -> int:
+        return line_of(self.lines, where)
+
+
+def yaml_file_read(path: Path, shown: str) -> YamlDocument:
+    """Parse a YAML file strictly (UTF-8, no duplicate keys, string keys); raise YamlLineError with a line."""
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise YamlLineError(raw[: err.start].count(b"\n") + 1, "file is not valid UTF-8") from None
+    data, lines = yaml_parse_with_lines(text)
+    return YamlDocument(data=data, lines=lines, path=shown)
 
 
 def line_of(lines: dict[YamlPath, int], path: YamlPath) -> int:

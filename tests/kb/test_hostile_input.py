@@ -14,7 +14,8 @@ from hypothesis import given, strategies as st
 
 from kb.content.cases import case_files_read
 from kb.content.harmless import harmless_files_read
-from kb.content.frontmatter import FrontMatterError, front_matter_split
+from kb.content.frontmatter import front_matter_split
+from kb.content.yamllines import YamlLineError
 from kb.content.schema import case_front_matter_check, example_text
 from kb.diagnosis.engine import log_diagnose
 from kb.diagnosis import events, facts
@@ -149,7 +150,7 @@ def test_query_building_never_raises(text):
 def test_front_matter_parsing_gives_a_line_or_a_result(text):
     try:
         parsed = front_matter_split("---\n" + text + "\n---\nbody\n")
-    except FrontMatterError as err:
+    except YamlLineError as err:
         assert err.line >= 1
     else:
         for path, message in case_front_matter_check(parsed.data):
@@ -168,7 +169,7 @@ def test_mutated_real_case_files_give_line_numbered_errors_or_load(data):
     mutated = text[:position] + insert + text[position:]
     try:
         parsed = front_matter_split(mutated)
-    except FrontMatterError as err:
+    except YamlLineError as err:
         assert 1 <= err.line <= mutated.count("\n") + 1
     else:
         for path, message in case_front_matter_check(parsed.data):
