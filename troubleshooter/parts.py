@@ -14,23 +14,78 @@ from typing import Any
 
 from troubleshooter.roles import ROLE_VALUES
 from troubleshooter.variables import VARIABLES
+from kb.content.fields import Field, fields_check
 from kb.content.yamllines import Problem, YamlDocument, YamlLineError, YamlPath, yaml_file_read
 
 PART_ID_RE = re.compile(r"[a-z][a-z0-9-]{0,49}")
 TOOL_RE = re.compile(r"[A-Za-z0-9_.+-]{1,40}")
 PLACEHOLDER_RE = re.compile(r"@([a-z][a-z0-9_]*)(\.seconds)?@")
 
-# The keys a part accepts, and the fields of each entry of its lists (each entry may also carry `only`).
-# content/trees/FORMAT.md documents them; tests/test_format_docs.py holds the two together.
-PART_KEYS = frozenset({"title", "checks", "env", "mpi_interface", "actions", "instructions"})
-ENTRY_FIELDS: dict[str, frozenset[str]] = {
-    "checks": frozenset({"tool", "title", "run"}),
-    "env": frozenset({"name", "value", "why"}),
-    "actions": frozenset({"title", "run"}),
-    "instructions": frozenset({"text"}),
-}
-
 Only = dict[str, frozenset[str]]
+
+
+def _only_problems(value: Any, path: tuple) -> list[Problem]:
+    """`only: {role: [answers]}`: the entry applies only when each role was answered with one of these."""
+    if not isinstance(value, dict) or not value:
+        return [(path, "only maps a role to the list of its answers this entry applies to")]
+    problems: list[Problem] = []
+    for role, answers in value.items():
+        if not isinstance(answers, list) or not answers or not all(isinstance(v, str) for v in answers):
+            problems.append((path + (role,), "give a list of answers, such as [mpirun] or [ge-2.5]"))
+        elif role in ROLE_VALUES and [v for v in answers if v not in ROLE_VALUES[role]]:
+            unknown = ", ".join(v for v in answers if v not in ROLE_VALUES[role])
+            problems.append((path + (role,), f"{unknown}: not an answer of role '{role}' ({', '.join(ROLE_VALUES[role])})"))
+    return problems
+
+
+def _tool_check(value: Any) -> str | None:
+    return None if TOOL_RE.fullmatch(str(value)) else "tool is the command name to look for on PATH, such as ip or nvidia-smi"
+
+
+def _role_name_check(value: Any) -> str | None:
+    ok = isinstance(value, str) and re.fullmatch(r"[a-z][a-z0-9_]*", value)
+    return None if ok else "mpi_interface names the role of an interface question, such as iface"
+
+
+def _part_id_check(value: Any) -> str | None:
+    ok = PART_ID_RE.fullmatch(str(value))
+    return None if ok else f"part id '{value}' must be lowercase letters, digits and '-'"
+
+
+def _contributes(part: dict) -> str | None:
+    return None if any(part.get(key) for key in CONTRIBUTIONS) else "a part must contribute something"
+
+
+ONLY = Field("any", validate=_only_problems)
+RUN = Field("string", required=True)
+# The fields of a part and of each entry of its lists. content/trees/FORMAT.md documents them;
+# tests/test_format_docs.py holds the two together.
+ENTRY_FIELDS: dict[str, dict[str, Field]] = {
+    "checks": {
+        "tool": Field("scalar", required=True, check=_tool_check),
+        "title": Field("string", required=True),
+        "run": RUN,
+        "only": ONLY,
+    },
+    "env": {
+        "name": Field("string", required=True),
+        "value": Field("scalar", required=True),
+        "why": Field("string", required=True),
+        "only": ONLY,
+    },
+    "actions": {"title": Field("string", required=True), "run": RUN, "only": ONLY},
+    "instructions": {"text": Field("string", required=True), "only": ONLY},
+}
+CONTRIBUTIONS = ("checks", "env", "mpi_interface", "actions", "instructions")
+PART_FIELDS: dict[str, Field] = {
+    "title": Field("string", required=True),
+    **{key: Field("objects", min_items=1, fields=fields) for key, fields in ENTRY_FIELDS.items() if key != "instructions"},
+    "mpi_interface": Field("string", check=_role_name_check),
+    "instructions": Field("objects", min_items=1, fields=ENTRY_FIELDS["instructions"]),
+}
+PARTS_FILE: dict[str, Field] = {
+    "parts": Field("keyed", required=True, key_check=_part_id_check, fields=PART_FIELDS, check=_contributes),
+}
 
 
 @dataclass(frozen=True)
@@ -107,120 +162,52 @@ def part_file_read(path: Path, shown: str) -> tuple[dict[str, Part], list[tuple[
         doc = yaml_file_read(path, shown)
     except YamlLineError as err:
         return {}, [(err.line, str(err))]
-    problems: list[Problem] = []
+    problems = fields_check(doc.data, PARTS_FILE, (), "a parts file: a mapping")
     parts: dict[str, Part] = {}
-    data = doc.data
-    if not isinstance(data, dict) or set(data) != {"parts"} or not isinstance(data["parts"], dict):
-        return {}, [(1, "a parts file is a mapping with one key, 'parts', mapping part id -> part")]
-    for part_id, part_data in data["parts"].items():
+    for part_id, data in (doc.data.get("parts") or {}).items() if isinstance(doc.data, dict) else ():
         where = ("parts", part_id)
-        before = len(problems)
-        part = _part_parse(str(part_id), part_data, where, problems, doc)
-        if part is not None and len(problems) == before:
+        if not isinstance(data, dict) or any(at[: len(where)] == where for at, _ in problems):
+            continue  # only parts whose fields passed are built
+        part = _part_build(str(part_id), data, doc, where)
+        found = _part_problems(part, where)
+        problems += found
+        if not found:
             parts[part.id] = part
     return parts, [(doc.line_of(where), message) for where, message in problems]
 
 
-def _part_parse(part_id: str, data: Any, where: YamlPath, problems: list[Problem], doc: YamlDocument) -> Part | None:
-    if not PART_ID_RE.fullmatch(part_id):
-        problems.append((where, f"part id '{part_id}' must be lowercase letters, digits and '-'"))
-        return None
-    if not isinstance(data, dict):
-        problems.append((where, "a part is a mapping with a title and checks, env, mpi_interface, actions or instructions"))
-        return None
-    for key in data:
-        if key not in PART_KEYS:
-            problems.append((where + (key,), f"unknown key '{key}' (allowed: {', '.join(sorted(PART_KEYS))})"))
-    title = data.get("title")
-    if not isinstance(title, str) or not title.strip():
-        problems.append((where, "a part needs a title"))
-    checks = tuple(
-        Check(tool=item.get("tool", ""), title=item.get("title", ""), run=item.get("run", ""), only=only)
-        for item, only in _items(data, where, "checks", problems)
-    )
-    for index, check in enumerate(checks):
-        if not TOOL_RE.fullmatch(str(check.tool)):
-            problems.append(
-                (where + ("checks", index, "tool"), "tool is the command name to look for on PATH, such as ip or nvidia-smi")
-            )
-    env = tuple(
-        Setting(name=item.get("name", ""), value=str(item.get("value", "")), why=item.get("why", ""), only=only)
-        for item, only in _items(data, where, "env", problems)
-    )
-    for index, setting in enumerate(env):
-        _setting_check(setting, where + ("env", index), problems)
-    actions = tuple(
-        Action(title=item.get("title", ""), run=item.get("run", ""), only=only)
-        for item, only in _items(data, where, "actions", problems)
-    )
-    instructions = tuple(
-        Instruction(text=item.get("text", ""), only=only) for item, only in _items(data, where, "instructions", problems)
-    )
-    for kind, items in (("checks", checks), ("actions", actions)):
-        for index, item in enumerate(items):
-            _snippet_check(item.run, where + (kind, index, "run"), problems)
-    mpi_interface = data.get("mpi_interface")
-    if mpi_interface is not None and not (isinstance(mpi_interface, str) and re.fullmatch(r"[a-z][a-z0-9_]*", mpi_interface)):
-        problems.append((where + ("mpi_interface",), "mpi_interface names the role of an interface question, such as iface"))
-    if not (checks or env or actions or instructions or mpi_interface):
-        problems.append((where, "a part must contribute something"))
+def _part_build(part_id: str, data: dict, doc: YamlDocument, where: YamlPath) -> Part:
+    """A part from data that passed PART_FIELDS."""
+
+    def entries(key: str) -> list[tuple[dict, Only]]:
+        return [
+            (item, {str(role): frozenset(answers) for role, answers in (item.get("only") or {}).items()})
+            for item in data.get(key) or []
+        ]
+
     return Part(
         id=part_id,
-        title=str(title or "").strip(),
-        checks=checks,
-        env=env,
-        mpi_interface=mpi_interface,
-        actions=actions,
-        instructions=instructions,
+        title=data["title"].strip(),
+        checks=tuple(Check(tool=str(i["tool"]), title=i["title"], run=i["run"], only=o) for i, o in entries("checks")),
+        env=tuple(Setting(name=i["name"], value=str(i["value"]), why=i["why"], only=o) for i, o in entries("env")),
+        mpi_interface=data.get("mpi_interface"),
+        actions=tuple(Action(title=i["title"], run=i["run"], only=o) for i, o in entries("actions")),
+        instructions=tuple(Instruction(text=i["text"], only=o) for i, o in entries("instructions")),
         path=doc.path,
         line=doc.line_of(where),
     )
 
 
-def _items(data: dict, where: YamlPath, key: str, problems: list[Problem]) -> list[tuple[dict, Only]]:
-    """The entries of one list (checks, env, ...), each with its parsed `only` condition."""
-    fields = ENTRY_FIELDS[key]
-    value = data.get(key)
-    if value is None:
-        return []
-    if not isinstance(value, list) or not value:
-        problems.append((where + (key,), f"'{key}' must be a non-empty list"))
-        return []
-    items: list[tuple[dict, Only]] = []
-    for index, item in enumerate(value):
-        at = where + (key, index)
-        if not isinstance(item, dict):
-            problems.append((at, f"each entry of '{key}' is a mapping with {', '.join(sorted(fields))}"))
-            continue
-        for name in item:
-            if name not in fields | {"only"}:
-                problems.append((at + (name,), f"unknown key '{name}' (allowed: {', '.join(sorted(fields | {'only'}))})"))
-        for name in sorted(fields):
-            if not isinstance(item.get(name), (str, int)) or not str(item.get(name)).strip():
-                problems.append((at, f"missing or empty '{name}'"))
-        items.append((item, _only_parse(item.get("only"), at + ("only",), problems)))
-    return items
-
-
-def _only_parse(data: Any, where: YamlPath, problems: list[Problem]) -> Only:
-    if data is None:
-        return {}
-    if not isinstance(data, dict) or not data:
-        problems.append((where, "only maps a role to the list of its answers this entry applies to"))
-        return {}
-    only: Only = {}
-    for role, values in data.items():
-        if not isinstance(values, list) or not values or not all(isinstance(v, str) for v in values):
-            problems.append((where + (role,), "give a list of answers, such as [mpirun] or [ge-2.5]"))
-            continue
-        if role in ROLE_VALUES:
-            unknown = [v for v in values if v not in ROLE_VALUES[role]]
-            if unknown:
-                problems.append(
-                    (where + (role,), f"{', '.join(unknown)}: not an answer of role '{role}' ({', '.join(ROLE_VALUES[role])})")
-                )
-        only[str(role)] = frozenset(values)
-    return only
+def _part_problems(part: Part, where: YamlPath) -> list[Problem]:
+    """What the field spec cannot say: variables that exist for the answers given, and snippets that survive
+    being indented and filled with quoted values."""
+    problems: list[Problem] = []
+    for index, setting in enumerate(part.env):
+        _setting_check(setting, where + ("env", index), problems)
+    for kind, items in (("checks", part.checks), ("actions", part.actions)):
+        for index, item in enumerate(items):
+            _snippet_check(item.run, where + (kind, index, "run"), problems)
+    return problems
 
 
 def _setting_check(setting: Setting, where: YamlPath, problems: list[Problem]) -> None:

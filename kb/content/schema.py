@@ -5,14 +5,13 @@ content/FORMAT.md documents the same rules for authors; change both together.
 
 from __future__ import annotations
 
-import datetime
 import re
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from kb.diagnosis.scanning import required_literals, sre_parse
 from kb.diagnosis.conditions import condition_problems
 from kb.diagnosis.versions import version_spec_valid
+from kb.content.fields import Field, duplicates_check, fields_check
 from kb.content.yamllines import Problem
 
 SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -93,16 +92,6 @@ OPTIONAL_SECTIONS = ("corrections", "versions")
 RENDERED_SECTIONS = ("references",)  # rendered from front matter by the page template
 
 
-@dataclass(frozen=True)
-class Field:
-    kind: str  # string | number | bool | date | strings | objects | tags | mapping | examples | any
-    required: bool = False
-    min_items: int = 0
-    max_len: int | None = None
-    check: Callable[[Any], str | None] | None = None  # per value (or per item of a list)
-    fields: dict[str, "Field"] | None = None  # for objects
-
-
 def _slug_check(value: str) -> str | None:
     return None if SLUG_RE.match(value) else f"'{value}' is not a slug (lowercase words joined by '-')"
 
@@ -152,6 +141,24 @@ def _version_pins_check(value: Any) -> str | None:
         "the versions reviewed against, e.g. {pytorch: '2.14.1'}",
         "a version such as '2.14.1'",
     )
+
+
+def _check_tags(value: Any, path: tuple) -> list[Problem]:
+    if not isinstance(value, dict):
+        return [(path, "'tags' must map each of framework, component, phase to a list")]
+    problems: list[Problem] = []
+    for facet in value:
+        if facet not in TAG_VALUES:
+            problems.append((path + (facet,), f"unknown tag facet '{facet}' (allowed: {', '.join(TAG_VALUES)})"))
+    for facet, allowed in TAG_VALUES.items():
+        items = value.get(facet)
+        if not isinstance(items, list) or not items:
+            problems.append((path, f"tags.{facet} must be a non-empty list"))
+            continue
+        for index, item in enumerate(items):
+            if item not in allowed:
+                problems.append((path + (facet, index), f"tag {facet} '{item}' is not allowed (allowed: {', '.join(allowed)})"))
+    return problems
 
 
 EXAMPLE_FIELDS = {
@@ -207,7 +214,7 @@ CASE_FIELDS: dict[str, Field] = {
     "title": Field("string", required=True, max_len=120),
     "summary": Field("string", required=True, max_len=600),
     "aliases": Field("strings", check=_slug_check),
-    "tags": Field("tags", required=True),
+    "tags": Field("any", required=True, validate=_check_tags),
     "applies_to": Field(
         "objects",
         required=True,
@@ -267,7 +274,7 @@ def case_front_matter_check(data: Any) -> list[Problem]:
     """Every schema problem in one case's front matter, each with the YAML path it concerns."""
     if not isinstance(data, dict):
         return [((), "front matter must be a mapping of field names to values")]
-    problems = _check_mapping(data, CASE_FIELDS, ())
+    problems = fields_check(data, CASE_FIELDS, ())
     for index, signature in enumerate(data.get("signatures") or []):
         if isinstance(signature, dict):
             problems += signature_check(signature, ("signatures", index))
@@ -280,7 +287,9 @@ def case_front_matter_check(data: Any) -> list[Problem]:
     evidence_ids = [
         item.get("id") for key in ("signatures", "conditions", "frames") for item in data.get(key) or [] if isinstance(item, dict)
     ]
-    problems += _duplicates(evidence_ids, ("signatures",), "evidence id (signatures, conditions and frames share one namespace)")
+    problems += duplicates_check(
+        evidence_ids, ("signatures",), "evidence id (signatures, conditions and frames share one namespace)"
+    )
     known = set(evidence_ids)
     for index, step in enumerate(data.get("steps") or []):
         if not isinstance(step, dict):
@@ -293,7 +302,9 @@ def case_front_matter_check(data: Any) -> list[Problem]:
                         f"'{ref}' is not the id of a signature, condition or frame of this case",
                     )
                 )
-    problems += _duplicates([s.get("anchor") for s in data.get("steps") or [] if isinstance(s, dict)], ("steps",), "step anchor")
+    problems += duplicates_check(
+        [s.get("anchor") for s in data.get("steps") or [] if isinstance(s, dict)], ("steps",), "step anchor"
+    )
     return problems
 
 
@@ -325,7 +336,7 @@ def harmless_check(data: Any) -> list[Problem]:
     """Every schema problem in one known-harmless entry."""
     if not isinstance(data, dict):
         return [((), "a harmless entry must be a mapping of field names to values")]
-    problems = _check_mapping(data, HARMLESS_FIELDS, ())
+    problems = fields_check(data, HARMLESS_FIELDS, ())
     if not problems:
         problems += signature_check(data, ())
     return problems
@@ -402,109 +413,3 @@ def _nested_repeat(items: Any, inside_repeat: bool) -> bool:
             if any(_nested_repeat(branch, inside_repeat) for branch in arg[1]):
                 return True
     return False
-
-
-def _check_mapping(data: dict, fields: dict[str, Field], path: tuple) -> list[Problem]:
-    problems: list[Problem] = []
-    for name in data:
-        if name not in fields:
-            problems.append((path + (name,), f"unknown field '{name}' (allowed: {', '.join(fields)})"))
-    for name, spec in fields.items():
-        if name not in data or data[name] is None:
-            if spec.required:
-                problems.append((path, f"missing required field '{name}'"))
-            continue
-        problems += _check_value(data[name], spec, path + (name,), name)
-    return problems
-
-
-def _check_value(value: Any, spec: Field, path: tuple, name: str) -> list[Problem]:
-    kind = spec.kind
-    if kind == "string":
-        if not isinstance(value, str) or not value.strip():
-            return [(path, f"'{name}' must be a non-empty string")]
-        if spec.max_len and len(value) > spec.max_len:
-            return [(path, f"'{name}' is {len(value)} characters; the limit is {spec.max_len}")]
-        return _run_check(spec, value, path)
-    if kind == "number":
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return [(path, f"'{name}' must be a number")]
-        return []
-    if kind == "bool":
-        return [] if isinstance(value, bool) else [(path, f"'{name}' must be true or false")]
-    if kind == "date":
-        if isinstance(value, datetime.date):
-            return []
-        return [(path, f"'{name}' must be a date written YYYY-MM-DD")]
-    if kind in ("strings", "objects"):
-        if not isinstance(value, list):
-            return [(path, f"'{name}' must be a list")]
-        if len(value) < spec.min_items:
-            return [(path, f"'{name}' needs at least {spec.min_items} item(s), has {len(value)}")]
-        problems: list[Problem] = []
-        for index, item in enumerate(value):
-            item_path = path + (index,)
-            if kind == "strings":
-                if not isinstance(item, str) or not item.strip():
-                    problems.append((item_path, f"items of '{name}' must be non-empty strings"))
-                else:
-                    problems += _run_check(spec, item, item_path)
-            elif not isinstance(item, dict):
-                problems.append((item_path, f"items of '{name}' must be mappings"))
-            else:
-                problems += _check_mapping(item, spec.fields or {}, item_path)
-        if kind == "strings":
-            problems += _duplicates(value, path, f"entry in '{name}'")
-        return problems
-    if kind == "tags":
-        return _check_tags(value, path)
-    if kind == "mapping":
-        return _run_check(spec, value, path)
-    if kind == "any":
-        return []
-    if kind == "examples":
-        if not isinstance(value, list) or len(value) < spec.min_items:
-            return [(path, f"'{name}' must be a list of at least {spec.min_items} example(s)")]
-        problems = []
-        for index, item in enumerate(value):
-            if isinstance(item, dict):
-                problems += _check_mapping(item, spec.fields or {}, path + (index,))
-            elif not isinstance(item, str) or not item.strip():
-                problems.append((path + (index,), f"items of '{name}' are lines, or mappings with text and release"))
-        return problems
-    raise AssertionError(f"unknown field kind {kind}")
-
-
-def _check_tags(value: Any, path: tuple) -> list[Problem]:
-    if not isinstance(value, dict):
-        return [(path, "'tags' must map each of framework, component, phase to a list")]
-    problems: list[Problem] = []
-    for facet in value:
-        if facet not in TAG_VALUES:
-            problems.append((path + (facet,), f"unknown tag facet '{facet}' (allowed: {', '.join(TAG_VALUES)})"))
-    for facet, allowed in TAG_VALUES.items():
-        items = value.get(facet)
-        if not isinstance(items, list) or not items:
-            problems.append((path, f"tags.{facet} must be a non-empty list"))
-            continue
-        for index, item in enumerate(items):
-            if item not in allowed:
-                problems.append((path + (facet, index), f"tag {facet} '{item}' is not allowed (allowed: {', '.join(allowed)})"))
-    return problems
-
-
-def _run_check(spec: Field, value: Any, path: tuple) -> list[Problem]:
-    message = spec.check(value) if spec.check else None
-    return [(path, message)] if message else []
-
-
-def _duplicates(values: list, path: tuple, what: str) -> list[Problem]:
-    seen: set = set()
-    problems: list[Problem] = []
-    for index, value in enumerate(values):
-        if not isinstance(value, str):
-            continue  # reported as the wrong type elsewhere
-        if value in seen:
-            problems.append((path + (index,), f"duplicate {what} '{value}'"))
-        seen.add(value)
-    return problems

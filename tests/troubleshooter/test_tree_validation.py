@@ -132,7 +132,7 @@ def test_a_value_question_without_an_example_is_reported(content_copy):
         + "  port:\n    type: value\n    question: Port?\n    rule: port\n",
     )
     errors = _messages(_check(content_copy), "mini.yaml")
-    assert (_line_of(path, "  port:"), "missing required key 'example'") in errors
+    assert (_line_of(path, "  port:"), "missing required field 'example'") in errors
 
 
 def test_an_example_that_fails_its_own_rule_is_reported(content_copy):
@@ -222,4 +222,4 @@ def test_a_misspelt_key_in_a_version_range_is_reported_at_its_line(content_copy)
     path.write_text(path.read_text().replace('          - below: "1.9"\n', '          - bellow: "1.9"\n', 1))
     docs, _ = case_files_read(content_copy)
     messages = _messages(trees_check(content_copy, docs), "hang.yaml")
-    assert (_line_of(path, "bellow:"), "unknown key 'bellow' (allowed: answer, below)") in messages
+    assert (_line_of(path, "bellow:"), "unknown field 'bellow' (allowed: below, answer)") in messages
