@@ -183,6 +183,7 @@ def _node_build(node_id: str, data: dict) -> Question | Leaf:
             script=tuple(data["script"]),
             asks=tuple(data.get("asks") or ()),
         )
+    asked = {"id": node_id, "text": text("question"), "help": text("help"), "role": data.get("role")}
     if data["type"] == "choice":
         choices = tuple(
             Choice(id=str(c["id"]), label=c["label"].strip(), help=(c.get("help") or "").strip(), next=c.get("next"))
@@ -197,21 +198,10 @@ def _node_build(node_id: str, data: dict) -> Question | Leaf:
             )
             for f in data.get("facts") or ()
         )
-        return Question(
-            id=node_id,
-            kind="choice",
-            text=text("question"),
-            help=text("help"),
-            role=data.get("role"),
-            choices=choices,
-            facts=facts,
-        )
+        return Question(**asked, kind="choice", choices=choices, facts=facts)
     return Question(
-        id=node_id,
+        **asked,
         kind="value",
-        text=text("question"),
-        help=text("help"),
-        role=data.get("role"),
         rule=data["rule"],
         example=str(data["example"]),
         next=data.get("next") or None,

@@ -209,6 +209,12 @@ STEP_FIELDS = {
     "evidence": Field("strings"),
 }
 
+REFERENCE_FIELDS = {
+    "title": Field("string", required=True, max_len=200),
+    "url": Field("string", required=True, check=_url_check),
+    "kind": Field("string", required=True, check=_one_of(REFERENCE_KINDS)),
+}
+
 CASE_FIELDS: dict[str, Field] = {
     "slug": Field("string", required=True, check=_slug_check),
     "title": Field("string", required=True, max_len=120),
@@ -232,11 +238,7 @@ CASE_FIELDS: dict[str, Field] = {
         "objects",
         required=True,
         min_items=3,
-        fields={
-            "title": Field("string", required=True, max_len=200),
-            "url": Field("string", required=True, check=_url_check),
-            "kind": Field("string", required=True, check=_one_of(REFERENCE_KINDS)),
-        },
+        fields=REFERENCE_FIELDS,
     ),
     "last_reviewed": Field("date", required=True),
     "reviewed_against": Field("mapping", check=_version_pins_check),
@@ -261,11 +263,7 @@ HARMLESS_FIELDS: dict[str, Field] = {
         "objects",
         required=True,
         min_items=1,
-        fields={
-            "title": Field("string", required=True, max_len=200),
-            "url": Field("string", required=True, check=_url_check),
-            "kind": Field("string", required=True, check=_one_of(REFERENCE_KINDS)),
-        },
+        fields=REFERENCE_FIELDS,
     ),
 }
 
