@@ -13,10 +13,12 @@ from django.contrib.admin.views.decorators import staff_member_required
 from django.core import signing
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
+from django.views.decorators.vary import vary_on_headers
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST, require_safe, require_http_methods
 
+from kb.htmx import page_or_fragment, wants_fragment
 from kb.models import Case, LineTemplate, Report
 from kb.presentation import snapshot_markdown, snapshot_view
 from kb.reports import store
@@ -65,7 +67,7 @@ def result_context(
         "share": {
             "payload": signing.dumps(snapshot, salt=SNAPSHOT_SALT, compress=True),
             "log": pasted_text,
-            "can_store_log": bool(pasted_text) or bool(getattr(request, "htmx", False)),
+            "can_store_log": bool(pasted_text) or wants_fragment(request),
             "days": store.expiry_days(),
         },
         "vote": {
@@ -111,6 +113,7 @@ def wizard_vote_context(request: HttpRequest, case_slug: str, path: str) -> dict
 # --- reports -----------------------------------------------------------------------------------------
 
 
+@vary_on_headers("HX-Request")  # it answers htmx with a fragment, everyone else with a page
 @require_POST
 def report_create(request: HttpRequest) -> HttpResponse:
     """Share: check the signed snapshot, redact (and mask when asked), store, and go to /d/<id>."""
@@ -135,7 +138,7 @@ def report_create(request: HttpRequest) -> HttpResponse:
     tokens[report.id] = token
     request.session[SESSION_TOKENS] = dict(list(tokens.items())[-50:])
     url = reverse("kb:report", args=[report.id])
-    if getattr(request, "htmx", False):
+    if wants_fragment(request):
         response = HttpResponse(status=204)
         response["HX-Redirect"] = url
         return response
@@ -225,6 +228,7 @@ def report_delete(request: HttpRequest, report_id: str) -> HttpResponse:
 # --- votes -------------------------------------------------------------------------------------------
 
 
+@vary_on_headers("HX-Request")  # it answers htmx with a fragment, everyone else with a page
 @require_POST
 def vote(request: HttpRequest) -> HttpResponse:
     """ "Did this fix it?": stores the answer, the case, the step; never log text. One vote per report and per
@@ -274,7 +278,7 @@ def vote(request: HttpRequest) -> HttpResponse:
         store.templates_record("voted-wrong", templates[:20])
     request.session[SESSION_VOTED] = (voted + [key])[-200:]
     back = request.POST.get("next", "")
-    if getattr(request, "htmx", False):
+    if wants_fragment(request):
         return render(request, "kb/report_vote_done.html", {"answer": answer})
     if back and url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
         return HttpResponseRedirect(back)
@@ -307,5 +311,4 @@ def curate(request: HttpRequest) -> HttpResponse:
 
 
 def _message(request: HttpRequest, status: int, title: str, message: str) -> HttpResponse:
-    template = "kb/_error.html" if getattr(request, "htmx", False) else "error.html"
-    return render(request, template, {"title": title, "message": message}, status=status)
+    return page_or_fragment(request, "error.html", "kb/_error.html", {"title": title, "message": message}, status=status)

@@ -12,7 +12,6 @@ from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect
 from django.shortcuts import render
 from django.templatetags.static import static
 from django.urls import Resolver404, resolve, reverse
-from django.utils.cache import patch_vary_headers
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_safe, require_http_methods
@@ -21,6 +20,7 @@ from kb.diagnose import job_diagnosis_run
 from kb.extensions import facts_link
 from kb.job_input import JobFile, JobInput, JobInputError, JobTooLarge
 from kb.log_input import LogTooLarge, NoLog, job_from_request, limit_text
+from kb.htmx import page_or_fragment, vary_on_htmx, wants_fragment
 from kb.forms import MAX_QUERY_CHARS, SearchForm, TagFilterForm, query_is_keywords  # noqa: F401 (MAX_QUERY_CHARS: kept importable from here)
 from kb.models import Alias, Case, ContentState, HarmlessLine
 from kb.search.index import IndexMissing, SearchResults, search as text_search, search_results
@@ -30,6 +30,9 @@ from kb.selectors import case_tags, cases_listed, linked_from, related_cases, ta
 
 SEARCH_PAGE_HITS = 20
 _HEADERLINK_RE = re.compile(r'<a class="headerlink" href="#([^"]+)" title="Link to this section"[^>]*>#</a>')
+
+
+HTMX_TARGETED = ("HX-Request", "HX-Target")  # the search answers the box that asked, by its target
 
 
 @require_safe
@@ -61,27 +64,21 @@ def search(request: HttpRequest) -> HttpResponse:
     elif query.strip():
         job = JobInput(files=[JobFile(name="query", data=query.encode("utf-8", errors="replace"))])
         context.update(_results(request, query, job, pasted="\n" in query.strip()))
-    if request.htmx:  # search-as-you-type asks for words; a log-shaped query gets the diagnosis fragment
-        template = "kb/_search_hits.html" if context.get("keyword") or not query.strip() else "kb/_results.html"
-    else:
-        template = "kb/search.html"
-    response = render(request, template, context)
-    patch_vary_headers(response, ["HX-Request", "HX-Target"])
-    return response
+    # search-as-you-type asks for words; a log-shaped query gets the diagnosis fragment
+    fragment = "kb/_search_hits.html" if context.get("keyword") or not query.strip() else "kb/_results.html"
+    return page_or_fragment(request, "kb/search.html", fragment, context, vary=HTMX_TARGETED)
 
 
 def _search_posted(request: HttpRequest) -> HttpResponse:
     query = request.POST.get("q", "")
     if not query.strip() or query_is_keywords(query):
-        if request.htmx:  # search as you type: the hits in place, no navigation
+        if wants_fragment(request):  # search as you type: the hits in place, no navigation
             context = {"query": query, **(_keyword_results(query) if query.strip() else {})}
-            response = render(request, "kb/_search_hits.html", context)
-            patch_vary_headers(response, ["HX-Request", "HX-Target"])
-            return response
+            return page_or_fragment(request, "kb/search.html", "kb/_search_hits.html", context, vary=HTMX_TARGETED)
         url = reverse("kb:search") + (f"?{urlencode({'q': query.strip()})}" if query.strip() else "")
         response = HttpResponseRedirect(url)
         response.status_code = 303  # See Other: the browser GETs the search's own URL
-        return response
+        return vary_on_htmx(response, HTMX_TARGETED)
     data = query.encode("utf-8", errors="replace")
     if len(data) > settings.KB_MAX_LOG_BYTES:
         return _error(
@@ -93,9 +90,7 @@ def _search_posted(request: HttpRequest) -> HttpResponse:
     context = {"query": "", "pasted": True, "limit": limit_text(settings.KB_MAX_LOG_BYTES)}
     job = JobInput(files=[JobFile(name="pasted", data=data)])
     context.update(_results(request, query[:2000], job, pasted="\n" in query.strip()))
-    response = render(request, "kb/_results.html" if request.htmx else "kb/search.html", context)
-    patch_vary_headers(response, ["HX-Request", "HX-Target"])
-    return response
+    return page_or_fragment(request, "kb/search.html", "kb/_results.html", context, vary=HTMX_TARGETED)
 
 
 def _keyword_results(query: str) -> dict:
@@ -137,8 +132,7 @@ def diagnose(request: HttpRequest) -> HttpResponse:
     head = logs[0][1][:2000].decode("utf-8", errors="replace") if logs else ""
     context = {"query": "", "pasted": True, "limit": limit_text(settings.KB_MAX_LOG_BYTES)}
     context.update(_results(request, head, job, pasted=True))
-    template = "kb/_results.html" if request.htmx else "kb/search.html"
-    return render(request, template, context)
+    return page_or_fragment(request, "kb/search.html", "kb/_results.html", context)
 
 
 def _results(request: HttpRequest, search_text: str, job: JobInput, *, pasted: bool) -> dict:
@@ -255,8 +249,7 @@ def _edit_url(case: Case) -> str:
 
 
 def _error(request: HttpRequest, status: int, title: str, message: str) -> HttpResponse:
-    template = "kb/_error.html" if getattr(request, "htmx", False) else "error.html"
-    return render(request, template, {"title": title, "message": message}, status=status)
+    return page_or_fragment(request, "error.html", "kb/_error.html", {"title": title, "message": message}, status=status)
 
 
 def not_found(request: HttpRequest, exception: Exception | str | None = None) -> HttpResponse:

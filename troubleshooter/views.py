@@ -9,23 +9,18 @@ redirected to its canonical URL, so the address bar and every link hold only ans
 
 from __future__ import annotations
 
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
+from django.http import Http404, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_safe
-from django_htmx.middleware import HtmxDetails
 
 from kb.report_views import wizard_vote_context
+from kb.htmx import HtmxHttpRequest, page_or_fragment, vary_on_htmx
 from troubleshooter.engine import StateError, tree_step
 from troubleshooter.library import library_published
 from troubleshooter.links import state_url, step_url
 from troubleshooter.presentation import script_text, step_view_model
 from troubleshooter.state import State, state_parse, state_resolve
 from troubleshooter.tree_model import Tree
-
-
-class HtmxHttpRequest(HttpRequest):
-    htmx: HtmxDetails
 
 
 @require_safe
@@ -52,17 +47,13 @@ def step(request: HtmxHttpRequest, tree_id: str) -> HttpResponse:
     error = error or state_error
     canonical_url = state_url(tree.id, canonical)
     if error is None and request.get_full_path() != canonical_url:
-        response = HttpResponseRedirect(canonical_url)
-        patch_vary_headers(response, ("HX-Request",))
-        return response
+        return vary_on_htmx(HttpResponseRedirect(canonical_url))
     context = step_view_model(tree, resolved, canonical, state.answers, error, absolute=request.build_absolute_uri)
     if resolved.leaf is not None and canonical.change is None:  # "Did this fix it?" on the outcome, like results and case pages
         context["vote"] = wizard_vote_context(request, resolved.leaf.case, request.get_full_path())
-    partial = bool(request.htmx) and not request.htmx.history_restore_request
-    template = "troubleshooter/_step.html" if partial else "troubleshooter/step.html"
-    response = TemplateResponse(request, template, context, status=400 if error else 200)
-    patch_vary_headers(response, ("HX-Request",))
-    return response
+    return page_or_fragment(
+        request, "troubleshooter/step.html", "troubleshooter/_step.html", context, status=400 if error else 200
+    )
 
 
 @require_safe

@@ -274,15 +274,6 @@
     }
   });
 
-  // htmx does not swap error responses by default; show our friendly 400/413 messages in place.
-  document.addEventListener("htmx:beforeSwap", function (event) {
-    var status = event.detail.xhr.status;
-    if (status === 400 || status === 403 || status === 409 || status === 413) {
-      event.detail.shouldSwap = true;
-      event.detail.isError = false;
-    }
-  });
-
   // A multi-line paste into the header search box is a log: send it to the diagnosis with its line
   // breaks (a one-line search field would flatten them into one query).
   document.addEventListener("paste", function (event) {
@@ -293,7 +284,7 @@
     event.preventDefault();
     var form = document.createElement("form");
     form.method = "post";
-    form.action = "/diagnose";
+    form.action = input.form.getAttribute("data-diagnose-url");
     form.className = "pasted-log-form";
     var token = document.querySelector("input[name=csrfmiddlewaretoken]");
     var csrf = document.createElement("input");
