@@ -68,6 +68,10 @@ FACTS: dict[str, tuple[str, str]] = {
     "fr_mismatch": ("bool", "Flight Recorder: ranks issued different collectives (op, sizes or dtypes) at one sequence number"),
     "fr_all_started_first": ("bool", "Flight Recorder: every rank started the first collective and none completed it"),
     "fr_pg_count": ("int", "Flight Recorder: process groups in the dumps"),
+    "ras_missing_ranks": ("ints", "NCCL RAS (ncclras): ranks whose communicator data it could not get (unresponsive or dead)"),
+    "ras_dead_processes": ("int", "NCCL RAS: job processes it considers dead (unreachable for 60 s)"),
+    "ras_behind_ranks": ("ints", "NCCL RAS: ranks listed at the lowest collective operation count of their communicator"),
+    "ras_counts_frozen": ("bool", "two ncclras JSON reports pasted together show the same counts: hung, not slow"),
 }
 
 OPERATORS_BY_TYPE = {

@@ -1,6 +1,6 @@
 """Facts from tool output pasted as evidence: nccl-tests, CUDA samples' peer-to-peer test, `df` of
-/dev/shm, `nvidia-smi topo -m`, `ibv_devinfo`, `ls -la` of a build directory and the Flight Recorder
-analyzer's report.
+/dev/shm, `nvidia-smi topo -m`, `ibv_devinfo`, `ls -la` of a build directory, the Flight Recorder
+analyzer's report, and NCCL's RAS client (kb/diagnosis/ras.py).
 
 Each reader looks for its tool's own header or field names first (scanner literals), so a log without
 that tool's output costs one substring search per reader.
@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from kb.diagnosis import ras
 from kb.diagnosis.scanning import TextScanner
 
 # nccl-tests (src/common.cu): the run header, then one row per size, then "# Avg bus bandwidth".
@@ -78,6 +79,7 @@ LITERALS = (
     "issing ranks",
     "Culprit rank ",
     FR_IO_MISMATCH,
+    *ras.LITERALS,
 )
 
 
@@ -114,6 +116,7 @@ def tool_facts(scanner: TextScanner) -> dict[str, Any]:
     if lock:
         facts["build_lock"] = lock
     facts.update(_recorder_report(scanner))
+    facts.update(ras.ras_facts(scanner))
     return facts
 
 

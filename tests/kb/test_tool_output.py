@@ -101,3 +101,93 @@ def test_a_culprit_rank_in_another_state_only_is_not_an_op_mismatch():
 
 def test_missing_ranks_outside_a_flight_recorder_report_are_not_read():
     assert "fr_missing_ranks" not in facts("health check: missing ranks: {2} (will retry)\n")
+
+
+# NCCL RAS client output, composed from the format strings of src/ras/client_support.cc at the tags named.
+RAS_INCOMPLETE_2_24 = """Communicators... (2.05s)
+=============
+
+Group     Comms     Nodes     Ranks     Ranks     Ranks    Status  Errors
+    #  in group  per comm  per node  per comm  in group
+    0         1         4       7-8        32        32   RUNNING  INCOMPLETE
+
+Errors
+======
+
+#0-0 (cf264af53edbe986) INCOMPLETE
+  Missing communicator data from 2 ranks
+  The missing ranks: 21,22
+
+"""
+
+RAS_INCOMPLETE_2_30 = """Errors
+======
+
+INCOMPLETE
+  Missing communicator data from 1 job process
+  Process 3487984 on node 172.16.64.213 managing GPU 5
+
+DEAD
+  1 job process is considered dead (unreachable via the RAS network)
+  Process 3487984 on node 172.16.64.213 managing GPU 5
+
+#0-0 (cf264af53edbe986) INCOMPLETE
+  Missing communicator data from 1 rank
+  Rank 21 -- GPU 5 managed by process 3487984 on node 172.16.64.213
+
+"""
+
+RAS_COUNTS_2_26 = """Warnings
+========
+
+#0-0 (27a079b828ff1a75) MISMATCH
+  Communicator ranks have different AllReduce operation counts
+  29 ranks have launched up to operation 6650
+  Rank 6 has launched up to operation 6641 -- GPU 6 managed by process 483078 on node 172.16.64.210
+  2 ranks have launched up to operation 6649
+  Rank 9 -- GPU 1 managed by process 1598389 on node 172.16.64.212
+  Rank 17 -- GPU 1 managed by process 3500072 on node 172.16.64.213
+
+"""
+
+
+def test_ncclras_up_to_2_25_lists_the_missing_ranks_in_one_line():
+    assert facts(RAS_INCOMPLETE_2_24)["ras_missing_ranks"] == [21, 22]
+
+
+def test_ncclras_from_2_26_names_each_missing_rank_and_the_dead_process():
+    found = facts(RAS_INCOMPLETE_2_30)
+    assert found["ras_missing_ranks"] == [21] and found["ras_dead_processes"] == 1
+
+
+def test_ncclras_operation_counts_name_the_rank_that_is_behind():
+    assert facts(RAS_COUNTS_2_26)["ras_behind_ranks"] == [6]
+
+
+def ras_json(counts: int, missing: bool = True) -> str:
+    report = {
+        "nccl_version": "2.29.1",
+        "timestamp": "2025-12-19 13:06:53",
+        "communicators_count": 1,
+        "communicators": [
+            {
+                "hash": "0xae94423cfbb2ef4a",
+                "size": 2,
+                "ranks": [{"rank": 0, "host": "172.16.64.245", "pid": 1524344, "collective_counts": {"AllReduce": counts}}],
+                "missing_ranks": [{"rank": 1, "status": {"unresponsive": True, "considered_dead": False}}] if missing else [],
+            }
+        ],
+    }
+    import json
+
+    return json.dumps(report, indent=2) + "\n"
+
+
+def test_two_ncclras_json_reports_with_the_same_counts_are_frozen():
+    found = facts("$ ncclras -f json\n" + ras_json(812) + "$ sleep 10; ncclras -f json\n" + ras_json(812))
+    assert found["ras_missing_ranks"] == [1] and found["ras_counts_frozen"] is True
+
+
+def test_two_ncclras_json_reports_with_moving_counts_are_not_frozen():
+    found = facts(ras_json(812, missing=False) + ras_json(977, missing=False))
+    assert found["ras_counts_frozen"] is False and "ras_missing_ranks" not in found
