@@ -144,37 +144,6 @@ def _literal_database(literals: frozenset[Literal]):
     return database, ordered, max(len(text.encode("utf-8")) for text, _ in ordered) - 1
 
 
-@functools.lru_cache(maxsize=4)
-def _one_literal_database(literal: bytes):
-    if hyperscan is None:
-        return None
-    try:
-        database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        database.compile(expressions=[re.escape(literal)], ids=[0], elements=1, flags=[hyperscan.HS_FLAG_SINGLEMATCH])
-    except Exception:  # see _literal_database
-        return None
-    return database
-
-
-def bytes_contain(data: bytes, literal: bytes) -> bool:
-    """`literal in data`, by Hyperscan when installed: CPython's search for a two-byte needle such as CRLF
-    crawls through a log full of progress-bar carriage returns (40 ms on 50 MB, against 10)."""
-    database = _one_literal_database(literal) if hyperscan is not None else None
-    if database is None:
-        return literal in data
-    found: list[int] = []
-
-    def on_match(index: int, start: int, end: int, flags: int, context: object) -> bool:
-        found.append(end)
-        return True  # one is enough: stop the scan
-
-    try:
-        database.scan(data, match_event_handler=on_match)
-    except hyperscan.ScanTerminated:  # raised when the handler stopped the scan early
-        pass
-    return bool(found)
-
-
 CHUNK_BYTES = 1024 * 1024  # granularity of the presence map: a literal's lines are searched only in chunks holding it
 
 
@@ -212,6 +181,13 @@ def literals_present(
 
         database.scan(data[begin : (chunk + 1) * CHUNK_BYTES], match_event_handler=on_match)
     return Presence(first_end, chunks)
+
+
+def bytes_contain(data: bytes, literal: str) -> bool:
+    """`literal in data`, by the Hyperscan pass when installed: CPython's search for a two-byte needle such as
+    CRLF crawls through a log full of progress-bar carriage returns (40 ms on 50 MB, against 10)."""
+    found = literals_present("", [(literal, False)], encoded=data) if hyperscan is not None else None
+    return literal.encode() in data if found is None else bool(found.first_end)
 
 
 class TextScanner:

@@ -40,7 +40,7 @@ def log_clean(data: bytes | str) -> tuple[str, bytes | None]:
     if b"\x1b" in cleaned:
         cleaned = _ANSI_BYTES_RE.sub(b"", cleaned)
     if b"\r" in cleaned:
-        if bytes_contain(cleaned, b"\r\n"):
+        if bytes_contain(cleaned, "\r\n"):
             cleaned = cleaned.replace(b"\r\n", b"\n")
         cleaned = cleaned.replace(b"\r", b" ")
     if b"\x00" in cleaned:
