@@ -19,15 +19,12 @@ from kb.diagnosis.scanning import TextScanner
 INCOMPLETE = "Missing communicator data from "
 DEAD = "considered dead (unreachable via the RAS network)"
 COUNTS = "operation counts"  # "Communicator ranks have different [AllReduce ]operation counts"
-JSON_MISSING = '"missing_ranks"'
-JSON_COUNTS = '"collective_counts"'
-LITERALS = (INCOMPLETE, DEAD, COUNTS, JSON_MISSING, JSON_COUNTS)
+JSON_REPORT = '"nccl_version"'  # the first key of an `ncclras -f json` report
+LITERALS = (INCOMPLETE, DEAD, COUNTS, JSON_REPORT)
 
 _MISSING_LIST = re.compile(r"^\s{0,8}The missing ranks?: ([\d,]{1,4000})\s*$")
-_RANK_LINE = re.compile(
-    r"^\s{0,8}Rank (\d{1,7})(?: has (?:launched up to operation (\d{1,20})|not launched any operations))?"
-    r"(?: --| has status)"
-)
+_MISSING_RANK = re.compile(r"\s{0,8}Rank (\d{1,7}) --")  # 2.26+: one line per rank of an incomplete communicator
+_COUNT_RANK = re.compile(r"\s{0,8}Rank (\d{1,7})(?: has (?:launched up to operation (\d{1,20})|not launched any operations))? --")
 _GROUP_LINE = re.compile(r"^\s{0,8}\d{1,7} ranks have (?:launched up to operation (\d{1,20})|not launched any operations)")
 _DEAD_COUNT = re.compile(r"\s{0,8}(\d{1,7}) job process(?:es are| is) " + re.escape(DEAD))
 _REPORT_START = re.compile(r'\{\s{0,40}"nccl_version"')
@@ -46,8 +43,8 @@ def ras_facts(scanner: TextScanner) -> dict[str, Any]:
             listed = _MISSING_LIST.match(line)
             if listed:
                 missing |= {int(r) for r in listed.group(1).split(",") if r}
-            rank = _RANK_LINE.match(line)
-            if rank and not rank.group(2) and "has " not in line[: rank.end()]:
+            rank = _MISSING_RANK.match(line)
+            if rank:
                 missing.add(int(rank.group(1)))
     for start, end in islice(scanner.lines_with(DEAD), MAX_BLOCKS):
         dead = _DEAD_COUNT.match(text, start, end)
@@ -86,7 +83,7 @@ def _behind_in_block(lines: list[str]) -> set[int]:
             current = int(group.group(1) or 0)
             counts.add(current)
             continue
-        rank = _RANK_LINE.match(line)
+        rank = _COUNT_RANK.match(line)
         if rank:
             count = int(rank.group(2)) if rank.group(2) else (0 if "not launched" in line else current)
             if count is not None:
@@ -102,8 +99,8 @@ def _json_reports(scanner: TextScanner) -> tuple[set[int], bool | None]:
     """Missing ranks from `ncclras -f json` reports, and, with two or more reports of the same communicators,
     whether every rank's collective counts stayed the same between them."""
     text = scanner.text
-    present = scanner.present_among((JSON_MISSING,))
-    if not (JSON_MISSING in text if present is None else present):
+    present = scanner.present_among((JSON_REPORT,))
+    if not (JSON_REPORT in text if present is None else present):
         return set(), None
     decoder = json.JSONDecoder()
     reports: list[dict] = []
