@@ -7,7 +7,7 @@ fragment. `page_or_fragment` does both, so views do not repeat it.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
 
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
@@ -31,15 +31,9 @@ def page_or_fragment(
     context: dict[str, Any],
     *,
     status: int = 200,
-    vary: Iterable[str] = ("HX-Request",),
 ) -> TemplateResponse:
-    """`fragment` for an htmx request, `page` otherwise, marked as varying by the htmx headers."""
+    """`fragment` for an htmx request, `page` otherwise, marked as varying by HX-Request. A view whose other
+    answers (a redirect, a 204) also depend on htmx says so with Django's `vary_on_headers`."""
     response = TemplateResponse(request, fragment if wants_fragment(request) else page, context, status=status)
-    patch_vary_headers(response, tuple(vary))
-    return response
-
-
-def vary_on_htmx(response, vary: Iterable[str] = ("HX-Request",)):
-    """Mark a response (a redirect, a 204) that a view chose by the htmx headers."""
-    patch_vary_headers(response, tuple(vary))
+    patch_vary_headers(response, ("HX-Request",))
     return response

@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, HttpResponseRedirect
 from django.shortcuts import render
+from django.views.decorators.vary import vary_on_headers
 from django.templatetags.static import static
 from django.urls import Resolver404, resolve, reverse
 from django.utils.html import escape
@@ -20,7 +21,7 @@ from kb.diagnose import job_diagnosis_run
 from kb.extensions import facts_link
 from kb.job_input import JobFile, JobInput, JobInputError, JobTooLarge
 from kb.log_input import LogTooLarge, NoLog, job_from_request, limit_text
-from kb.htmx import page_or_fragment, vary_on_htmx, wants_fragment
+from kb.htmx import page_or_fragment, wants_fragment
 from kb.forms import MAX_QUERY_CHARS, SearchForm, TagFilterForm, query_is_keywords  # noqa: F401 (MAX_QUERY_CHARS: kept importable from here)
 from kb.models import Alias, Case, ContentState, HarmlessLine
 from kb.search.index import IndexMissing, SearchResults, search as text_search, search_results
@@ -32,9 +33,6 @@ SEARCH_PAGE_HITS = 20
 _HEADERLINK_RE = re.compile(r'<a class="headerlink" href="#([^"]+)" title="Link to this section"[^>]*>#</a>')
 
 
-HTMX_TARGETED = ("HX-Request", "HX-Target")  # the search answers the box that asked, by its target
-
-
 @require_safe
 def home(request: HttpRequest) -> HttpResponse:
     return render(
@@ -44,6 +42,7 @@ def home(request: HttpRequest) -> HttpResponse:
     )
 
 
+@vary_on_headers("HX-Request", "HX-Target")  # the answer depends on htmx and on which box asked
 @require_http_methods(["GET", "HEAD", "POST"])
 def search(request: HttpRequest) -> HttpResponse:
     """/search?q= : a stable, linkable URL. Words are a text search that says where each page mentions them;
@@ -66,7 +65,7 @@ def search(request: HttpRequest) -> HttpResponse:
         context.update(_results(request, query, job, pasted="\n" in query.strip()))
     # search-as-you-type asks for words; a log-shaped query gets the diagnosis fragment
     fragment = "kb/_search_hits.html" if context.get("keyword") or not query.strip() else "kb/_results.html"
-    return page_or_fragment(request, "kb/search.html", fragment, context, vary=HTMX_TARGETED)
+    return page_or_fragment(request, "kb/search.html", fragment, context)
 
 
 def _search_posted(request: HttpRequest) -> HttpResponse:
@@ -74,11 +73,11 @@ def _search_posted(request: HttpRequest) -> HttpResponse:
     if not query.strip() or query_is_keywords(query):
         if wants_fragment(request):  # search as you type: the hits in place, no navigation
             context = {"query": query, **(_keyword_results(query) if query.strip() else {})}
-            return page_or_fragment(request, "kb/search.html", "kb/_search_hits.html", context, vary=HTMX_TARGETED)
+            return page_or_fragment(request, "kb/search.html", "kb/_search_hits.html", context)
         url = reverse("kb:search") + (f"?{urlencode({'q': query.strip()})}" if query.strip() else "")
         response = HttpResponseRedirect(url)
         response.status_code = 303  # See Other: the browser GETs the search's own URL
-        return vary_on_htmx(response, HTMX_TARGETED)
+        return response
     data = query.encode("utf-8", errors="replace")
     if len(data) > settings.KB_MAX_LOG_BYTES:
         return _error(
@@ -90,7 +89,7 @@ def _search_posted(request: HttpRequest) -> HttpResponse:
     context = {"query": "", "pasted": True, "limit": limit_text(settings.KB_MAX_LOG_BYTES)}
     job = JobInput(files=[JobFile(name="pasted", data=data)])
     context.update(_results(request, query[:2000], job, pasted="\n" in query.strip()))
-    return page_or_fragment(request, "kb/search.html", "kb/_results.html", context, vary=HTMX_TARGETED)
+    return page_or_fragment(request, "kb/search.html", "kb/_results.html", context)
 
 
 def _keyword_results(query: str) -> dict:

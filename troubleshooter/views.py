@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from django.http import Http404, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
 from django.template.response import TemplateResponse
+from django.views.decorators.vary import vary_on_headers
 from django.views.decorators.http import require_safe
 
 from kb.report_views import wizard_vote_context
-from kb.htmx import HtmxHttpRequest, page_or_fragment, vary_on_htmx
+from kb.htmx import HtmxHttpRequest, page_or_fragment
 from troubleshooter.engine import StateError, tree_step
 from troubleshooter.library import library_published
 from troubleshooter.links import state_url, step_url
@@ -35,6 +36,7 @@ def index(request: HtmxHttpRequest) -> TemplateResponse:
     return TemplateResponse(request, "troubleshooter/index.html", {"trees": trees})
 
 
+@vary_on_headers("HX-Request")  # a fragment for htmx, a page (or the canonical redirect) otherwise
 @require_safe
 def step(request: HtmxHttpRequest, tree_id: str) -> HttpResponse:
     """One step of a tree, named by the answers in the query."""
@@ -47,7 +49,7 @@ def step(request: HtmxHttpRequest, tree_id: str) -> HttpResponse:
     error = error or state_error
     canonical_url = state_url(tree.id, canonical)
     if error is None and request.get_full_path() != canonical_url:
-        return vary_on_htmx(HttpResponseRedirect(canonical_url))
+        return HttpResponseRedirect(canonical_url)
     context = step_view_model(tree, resolved, canonical, state.answers, error, absolute=request.build_absolute_uri)
     if resolved.leaf is not None and canonical.change is None:  # "Did this fix it?" on the outcome, like results and case pages
         context["vote"] = wizard_vote_context(request, resolved.leaf.case, request.get_full_path())
