@@ -11,7 +11,7 @@ from kb.diagnosis.reading import Source
 from kb.diagnosis.rules import Rules, rules_compile
 from kb.diagnosis.verdict import MAX_GROUPS, failure_text
 from kb.job_input import JobInput
-from kb.models import Case, ContentState, HarmlessLine
+from kb.models import Case, ContentState, HarmlessLine, case_url
 
 _cache: dict[str, Rules] = {}
 CASE_RULE_FIELDS = ("slug", "signatures", "conditions", "frames", "steps", "guide")
@@ -53,9 +53,9 @@ def rank_groups_json(diagnosis: Diagnosis) -> dict[str, Any] | None:
         return None
     groups = []
     for group in diagnosis.rank_groups["groups"]:
-        url = reverse("kb:case_detail", args=[group["case"]]) if group["case"] else None
-        fix_url = f"{url}#{group['fix_step']}" if url and group["fix_step"] else url
-        groups.append({**group, "url": url, "fix_url": fix_url})
+        case = group["case"]
+        urls = {"url": case_url(case), "fix_url": case_url(case, group["fix_step"])} if case else {"url": None, "fix_url": None}
+        groups.append({**group, **urls})
     return {**diagnosis.rank_groups, "groups": groups}
 
 
@@ -66,7 +66,7 @@ def diagnosis_json(diagnosis: Diagnosis, *, notes: list[str] | None = None) -> d
     titles = dict(Case.objects.filter(slug__in=[m.slug for m in diagnosis.matches]).values_list("slug", "title"))
     matches = []
     for match in diagnosis.matches:
-        url = reverse("kb:case_detail", args=[match.slug])
+        url = case_url(match.slug)
         matches.append(
             {
                 "slug": match.slug,
@@ -76,7 +76,7 @@ def diagnosis_json(diagnosis: Diagnosis, *, notes: list[str] | None = None) -> d
                 "confidence": match.confidence,
                 "url": url,
                 "fix_step": match.fix_step,
-                "fix_url": f"{url}#{match.fix_step}" if match.fix_step else None,
+                "fix_url": case_url(match.slug, match.fix_step) if match.fix_step else None,
                 "steps_not_for_your_versions": match.steps_not_for_versions,
                 "evidence": [_evidence_json(e) for e in match.evidence],
                 "signals": match.signals,

@@ -16,6 +16,12 @@ class Tag(models.Model):
         return f"{self.facet}:{self.value}"
 
 
+def case_url(slug: str, step: str | None = None) -> str:
+    """A case page, or one of its sections (`#fix-2`): the link every answer, group and report points with."""
+    url = reverse("kb:case_detail", args=[slug])
+    return f"{url}#{step}" if step else url
+
+
 class Case(models.Model):
     slug = models.SlugField(max_length=100, unique=True)
     title = models.CharField(max_length=200)
@@ -45,7 +51,7 @@ class Case(models.Model):
         return self.slug
 
     def get_absolute_url(self) -> str:
-        return reverse("kb:case_detail", args=[self.slug])
+        return case_url(self.slug)
 
     def fix_steps(self) -> list[dict]:
         return [s for s in self.sections if s["id"].startswith("fix-")]

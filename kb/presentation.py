@@ -5,14 +5,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from kb.diagnosis.engine import CONFIDENT, Diagnosis
 from kb.diagnosis.verdict import MAX_GROUPS, failure_text, ranks_text
 from kb.diagnosis.versions import versions_text
-from kb.models import Case
+from kb.models import Case, case_url
 
 FACT_LABELS = {
     "op_type": "Collective (OpType)",
@@ -297,7 +296,7 @@ def result_snapshot(
         "notes": list(notes or [])[:20],
         "stats": dict(diagnosis.stats),
         "hits": [
-            {"url": h.url or reverse("kb:case_detail", args=[h.slug]), "title": h.title, "summary": h.summary}
+            {"url": h.url or case_url(h.slug), "title": h.title, "summary": h.summary}
             for h in (hits or [])
             if h.slug not in match_slugs
         ]
@@ -345,7 +344,6 @@ def _rank_groups_snapshot(where: dict[str, Any], cases: dict[str, Case]) -> dict
     for group in where["groups"]:
         case = cases.get(group["case"]) if group["case"] else None
         titles = {s["id"]: s["title"] for s in case.sections} if case else {}
-        url = case.get_absolute_url() if case else ""
         groups.append(
             {
                 "label": group["label"],
@@ -358,7 +356,7 @@ def _rank_groups_snapshot(where: dict[str, Any], cases: dict[str, Case]) -> dict
                 "frames": list(group["frames"][:5]),
                 "case_title": case.title if case else "",
                 "because": group["because"] or "",
-                "fix_url": (f"{url}#{group['fix_step']}" if group["fix_step"] else url) if case else "",
+                "fix_url": case_url(case.slug, group["fix_step"]) if case else "",
                 "fix_title": titles.get(group["fix_step"] or "", ""),
             }
         )

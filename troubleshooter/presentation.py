@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 from pygments import highlight
@@ -15,7 +14,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import BashLexer
 
 from kb.content.rendering import code_blocks_focusable
-from kb.models import Case, ContentState
+from kb.models import Case, ContentState, case_url
 from troubleshooter.echo import text_shown
 from troubleshooter.engine import Step
 from troubleshooter.library import library_published
@@ -107,7 +106,7 @@ def leaf_view_model(tree: Tree, resolved: Step, *, absolute: Callable[[str], str
     leaf = resolved.leaf
     case = Case.objects.filter(slug=leaf.case).first()
     titles = {s["id"]: s["title"] for s in case.fix_steps()} if case else {}
-    case_path = reverse("kb:case_detail", args=[leaf.case])
+    case_path = case_url(leaf.case)
     on_path = path_answers(resolved)
     summary = script_summary(resolved, library_published().parts)
     return {
@@ -187,10 +186,9 @@ def _joined(items: list[SafeString]) -> SafeString:
 def script_text(tree: Tree, resolved: Step, *, absolute: Callable[[str], str]) -> str:
     """The same text for the page and the download: built only from the answers on the path to the leaf."""
     leaf = resolved.leaf
-    case_url = absolute(reverse("kb:case_detail", args=[leaf.case]))
     source = ScriptSource(
-        case_url=case_url,
-        fix_step_urls=tuple(f"{case_url}#{s}" for s in leaf.fix_steps),
+        case_url=absolute(case_url(leaf.case)),
+        fix_step_urls=tuple(absolute(case_url(leaf.case, step)) for step in leaf.fix_steps),
         wizard_url=absolute(state_url(tree.id, State(path_answers(resolved)))),
         revision=ContentState.loaded_revision(),
     )
