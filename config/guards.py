@@ -30,9 +30,9 @@ class RequestGuardMiddleware:
             declared = 0
         limit = settings.KB_MAX_LOG_BYTES
         if declared > limit + MULTIPART_MARGIN_BYTES:
-            from kb.log_input import limit_text
+            from kb.job_input import size_text
 
-            message = f"The log is larger than the limit of {limit_text(limit)}."
+            message = f"The log is larger than the limit of {size_text(limit)}."
             if request.path.startswith("/api/"):
                 return JsonResponse({"error": message, "limit_bytes": limit}, status=413)
             return _refuse(

@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     from django.conf import settings
 
     from config.guards import MULTIPART_MARGIN_BYTES
-    from kb.log_input import limit_text
+    from kb.job_input import size_text
 
     nginx = nginx_binary()
     if nginx is None:
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
             var=var,
             socket=socket,
             max_body_bytes=max_body,
-            max_log_text=limit_text(settings.KB_MAX_LOG_BYTES),
+            max_log_text=size_text(settings.KB_MAX_LOG_BYTES),
             rate=options.rate,
             burst=options.burst,
             rate_exempt=[a.strip() for a in options.rate_exempt.split(",") if a.strip()],

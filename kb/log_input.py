@@ -12,7 +12,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler
 from django.http import HttpRequest, QueryDict
 
-from kb.job_input import MAX_MEMBER_BYTES, JobFile, JobInput, job_read
+from kb.job_input import MAX_MEMBER_BYTES, JobFile, JobInput, job_read, size_text
 
 _ARCHIVE_MAGIC = (b"PK\x03\x04", b"PK\x05\x06", b"\x1f\x8b", b"\xfd7zXZ\x00")  # not bzip2: "BZh" starts text too
 
@@ -44,7 +44,7 @@ class SpooledUploadHandler(FileUploadHandler):
 class LogTooLarge(Exception):
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        super().__init__(f"The log is larger than the limit of {limit_text(limit)}.")
+        super().__init__(f"The log is larger than the limit of {size_text(limit)}.")
 
 
 class NoLog(Exception):
@@ -53,10 +53,6 @@ class NoLog(Exception):
 
 class MixedInput(NoLog):
     """A paste and uploaded files together: they may be different jobs, so they are never merged."""
-
-
-def limit_text(limit: int) -> str:
-    return f"{limit / (1024 * 1024):g} MB" if limit >= 1024 * 1024 else f"{limit} bytes"
 
 
 def job_from_request(request: HttpRequest, *, allow_raw_body: bool = False) -> JobInput:

@@ -19,8 +19,8 @@ from django.views.decorators.http import require_safe, require_http_methods
 
 from kb.diagnose import job_diagnosis_run
 from kb.extensions import facts_link
-from kb.job_input import JobFile, JobInput, JobInputError, JobTooLarge
-from kb.log_input import LogTooLarge, NoLog, job_from_request, limit_text
+from kb.job_input import JobFile, JobInput, JobInputError, JobTooLarge, size_text
+from kb.log_input import LogTooLarge, NoLog, job_from_request
 from kb.htmx import page_or_fragment, wants_fragment
 from kb.forms import MAX_QUERY_CHARS, SearchForm, TagFilterForm, query_is_keywords  # noqa: F401 (MAX_QUERY_CHARS: kept importable from here)
 from kb.models import Alias, Case, ContentState, HarmlessLine
@@ -38,7 +38,7 @@ def home(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "kb/home.html",
-        {"cases": cases_listed(), "limit": limit_text(settings.KB_MAX_LOG_BYTES), "revision": ContentState.loaded_revision()},
+        {"cases": cases_listed(), "limit": size_text(settings.KB_MAX_LOG_BYTES), "revision": ContentState.loaded_revision()},
     )
 
 
@@ -57,7 +57,7 @@ def search(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         return _error(request, 400, "Query too long", form.errors["q"][0])
     query = form.query
-    context = {"query": query, "limit": limit_text(settings.KB_MAX_LOG_BYTES)}
+    context = {"query": query, "limit": size_text(settings.KB_MAX_LOG_BYTES)}
     if query.strip() and form.is_keyword_search:
         context.update(_keyword_results(query))
     elif query.strip():
@@ -86,7 +86,7 @@ def _search_posted(request: HttpRequest) -> HttpResponse:
             "Log too large",
             f"{LogTooLarge(settings.KB_MAX_LOG_BYTES)} Trim it to the part around the first error, or split it per rank.",
         )
-    context = {"query": "", "pasted": True, "limit": limit_text(settings.KB_MAX_LOG_BYTES)}
+    context = {"query": "", "pasted": True, "limit": size_text(settings.KB_MAX_LOG_BYTES)}
     job = JobInput(files=[JobFile(name="pasted", data=data)])
     context.update(_results(request, query[:2000], job, pasted="\n" in query.strip()))
     return page_or_fragment(request, "kb/search.html", "kb/_results.html", context)
@@ -111,7 +111,7 @@ def diagnose(request: HttpRequest) -> HttpResponse:
     """POST a pasted log, uploaded log files or an archive of a job's log folder; results come back as a page,
     or as the results fragment for htmx."""
     if request.method == "GET":
-        return render(request, "kb/search.html", {"query": "", "limit": limit_text(settings.KB_MAX_LOG_BYTES)})
+        return render(request, "kb/search.html", {"query": "", "limit": size_text(settings.KB_MAX_LOG_BYTES)})
     try:
         job = job_from_request(request)
     except LogTooLarge as err:
@@ -129,7 +129,7 @@ def diagnose(request: HttpRequest) -> HttpResponse:
         return _error(request, 400, "Nothing to diagnose", str(err))
     logs = job.logs()
     head = logs[0][1][:2000].decode("utf-8", errors="replace") if logs else ""
-    context = {"query": "", "pasted": True, "limit": limit_text(settings.KB_MAX_LOG_BYTES)}
+    context = {"query": "", "pasted": True, "limit": size_text(settings.KB_MAX_LOG_BYTES)}
     context.update(_results(request, head, job, pasted=True))
     return page_or_fragment(request, "kb/search.html", "kb/_results.html", context)
 
