@@ -4,6 +4,7 @@ problem, so a broken tree never reaches the wizard. The format is documented in 
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from typing import Any
@@ -171,8 +172,13 @@ def _tree_build(data: dict, shown: str) -> Tree:
     )
 
 
+def _text(data: dict, key: str) -> str:
+    """An optional text field of validated data, trimmed ("" when absent)."""
+    return (data.get(key) or "").strip()
+
+
 def _node_build(node_id: str, data: dict) -> Question | Leaf:
-    text = lambda key: (data.get(key) or "").strip()  # noqa: E731 - a local shorthand for optional text
+    text = functools.partial(_text, data)
     if data["type"] == "leaf":
         return Leaf(
             id=node_id,
@@ -186,8 +192,7 @@ def _node_build(node_id: str, data: dict) -> Question | Leaf:
     asked = {"id": node_id, "text": text("question"), "help": text("help"), "role": data.get("role")}
     if data["type"] == "choice":
         choices = tuple(
-            Choice(id=str(c["id"]), label=c["label"].strip(), help=(c.get("help") or "").strip(), next=c.get("next"))
-            for c in data["choices"]
+            Choice(id=str(c["id"]), label=c["label"].strip(), help=_text(c, "help"), next=c.get("next")) for c in data["choices"]
         )
         facts = tuple(
             FactMap(
