@@ -199,6 +199,12 @@ def _dispatch(name: str, handle: IO[bytes], limits: _Limits, notes: list[str]) -
     return [(name, _read_bounded(handle, name, limits))]
 
 
+def looks_like_archive(head: bytes) -> bool:
+    """Whether a raw body (`curl --data-binary @job.tar.gz`) is an archive to unpack rather than a log: zip, gzip,
+    xz or plain tar by their magic bytes. Not bzip2: "BZh" also starts ordinary text."""
+    return head.startswith((b"PK\x03\x04", b"PK\x05\x06", b"\x1f\x8b", b"\xfd7zXZ\x00")) or _is_ustar(head[:512])
+
+
 def _is_tar_stream(head: bytes) -> bool:
     return _is_ustar(head) or head.startswith(b"BZh") or head.startswith(b"\xfd7zXZ\x00")
 

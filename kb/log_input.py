@@ -12,9 +12,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler
 from django.http import HttpRequest, QueryDict
 
-from kb.job_input import MAX_MEMBER_BYTES, JobFile, JobInput, job_read, size_text
-
-_ARCHIVE_MAGIC = (b"PK\x03\x04", b"PK\x05\x06", b"\x1f\x8b", b"\xfd7zXZ\x00")  # not bzip2: "BZh" starts text too
+from kb.job_input import MAX_MEMBER_BYTES, JobFile, JobInput, job_read, looks_like_archive, size_text
 
 
 class SpooledUploadHandler(FileUploadHandler):
@@ -117,7 +115,7 @@ def job_from_request(request: HttpRequest, *, allow_raw_body: bool = False) -> J
     if not sources:
         raise NoLog("Paste a log or an error line, or choose a log file to upload.")
     name, data = sources[0]
-    if data.startswith(_ARCHIVE_MAGIC) or data[257:262] == b"ustar":  # `curl --data-binary @job.tar.gz`
+    if looks_like_archive(data):
         return _job_checked(job_read([(name, data)], **_job_limits()))
     return JobInput(files=[JobFile(name=name, data=data)])
 
