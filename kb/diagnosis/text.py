@@ -129,8 +129,16 @@ def paste_repair(text: str) -> Repaired:
 
 # The rank prefixes launchers put before each line, written once: PyTorch's `[rankN]:` and torchrun's
 # `[defaultN]:`, mpirun --tag-output's `[job,rank]<stderr>:`, srun --label's `N: `. One group each: the rank.
-TORCHRUN_PREFIX = r"\[(?:default|rank)(\d{1,5})\]:"
-TAG_OUTPUT_PREFIX = r"\[\d{1,5},(\d{1,5})\]<std(?:out|err)>:"
+_NUMBER = r"\d{1,5}"
+
+
+def _bracket_prefixes(rank: str) -> tuple[str, str]:
+    return rf"\[(?:default|rank){rank}\]:", rf"\[{_NUMBER},{rank}\]<std(?:out|err)>:"
+
+
+TORCHRUN_PREFIX, TAG_OUTPUT_PREFIX = _bracket_prefixes(rf"({_NUMBER})")
+# The same two prefixes capturing nothing, for a pattern whose own group is what it reads (a host name).
+BRACKET_PREFIX = "(?:{}|{})".format(*_bracket_prefixes(_NUMBER))
 SRUN_LABEL_PREFIX = r"^(\d{1,5}): "
 _RANK_PREFIX_RE = re.compile(f"{TORCHRUN_PREFIX}|{TAG_OUTPUT_PREFIX}|{SRUN_LABEL_PREFIX}")
 
