@@ -13,6 +13,8 @@ import yaml
 
 YamlPath = tuple  # a path into the data: ("signatures", 2, "pattern")
 Problem = tuple[YamlPath, str]  # what a validator finds: where in the data, and what is wrong
+# libyaml's parser (bundled in PyYAML's wheels) is ~20x the pure-Python one; the content is parsed at every load.
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class YamlLineError(ValueError):
@@ -54,15 +56,18 @@ def line_of(lines: dict[YamlPath, int], path: YamlPath) -> int:
 
 
 def yaml_parse_with_lines(text: str, *, first_line: int = 1) -> tuple[Any, dict[YamlPath, int]]:
-    """safe_load plus a line for every path; `first_line` is the file line of the text's first line.
+    """safe_load plus a line for every path, from one parse; `first_line` is the file line of the text's first line.
     Duplicate keys and non-string keys are errors (PyYAML would silently keep the last value)."""
+    loader = _Loader(text)
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
         problem = getattr(err, "problem", None) or str(err)
         raise YamlLineError(mark.line + first_line if mark else first_line, f"YAML error: {problem}") from None
+    finally:
+        loader.dispose()
     lines: dict[YamlPath, int] = {}
     if node is not None:
         _lines_record(node, (), lines, first_line)
