@@ -59,7 +59,7 @@ def diagnose_page(client, text: str) -> str:
 
 def test_the_answer_comes_before_the_evidence_and_the_ranks(client):
     page = diagnose_page(client, sixty_four_rank_log())
-    answer, evidence, ranks = page.find('id="answer"'), page.find('id="cases-h"'), page.find('id="verdict-h"')
+    answer, evidence, ranks = page.find('id="answer"'), page.find('id="matches-h"'), page.find('id="verdict-h"')
     assert -1 < answer < evidence < ranks
     head = page[answer:evidence]
     assert "Most likely cause" in head and "Do this first" in head
