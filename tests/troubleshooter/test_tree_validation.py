@@ -1,8 +1,10 @@
 """Tree and script-part validation: every problem is reported with its file and line, and stops the load."""
 
+import functools
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from kb.content.cases import case_files_read
@@ -45,10 +47,17 @@ nodes:
 """
 
 
-def _check(content: Path) -> list:
-    docs, case_errors = case_files_read(content)
+@functools.cache
+def _real_case_docs() -> tuple:
+    """The cases of content/, read once: these tests break trees and parts in a copy, never its cases, and
+    rendering 18 case files per test was most of each test's time."""
+    docs, case_errors = case_files_read(settings.CONTENT_DIR)
     assert not case_errors
-    return trees_check(content, docs)
+    return tuple(docs)
+
+
+def _check(content: Path) -> list:
+    return trees_check(content, list(_real_case_docs()))
 
 
 def _write_mini(content: Path, text: str = MINI) -> Path:
