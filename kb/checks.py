@@ -4,7 +4,7 @@ from django.conf import settings
 from django.core.checks import Warning, register
 from django.db.utils import DatabaseError
 
-from kb.content.cases import content_revision
+from kb.content.revision import content_revision
 
 
 @register()

@@ -1,41 +1,45 @@
 """Hooks other apps register when Django starts, so kb never imports them (the way
 `django.core.checks.register` works): content checks that `validate_content` and `load_content` run with
-the cases', and the link from a diagnosis into a troubleshooter."""
+the cases', and the link from a diagnosis into a troubleshooter. Hooks are registered by dotted path and imported
+on first use, so starting Django (the command line's start-up) does not import the other app's modules."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from kb.content.cases import CaseDoc
-from kb.content.errors import ContentError
+from django.utils.module_loading import import_string
 
-ContentCheck = Callable[[Path, list[CaseDoc]], list[ContentError]]
+if TYPE_CHECKING:
+    from kb.content.cases import CaseDoc
+    from kb.content.errors import ContentError
+
+ContentCheck = Callable[[Path, "list[CaseDoc]"], "list[ContentError]"]
 FactsLink = Callable[[Mapping[str, Any]], "str | None"]
 
-_content_checks: list[ContentCheck] = []
-_facts_links: list[FactsLink] = []
+_content_checks: list[str] = []  # dotted paths of ContentCheck functions
+_facts_links: list[str] = []  # dotted paths of FactsLink functions
 
 
-def content_check_register(check: ContentCheck) -> ContentCheck:
-    if check not in _content_checks:
-        _content_checks.append(check)
-    return check
+def content_check_register(dotted_path: str) -> None:
+    if dotted_path not in _content_checks:
+        _content_checks.append(dotted_path)
 
 
-def facts_link_register(link: FactsLink) -> FactsLink:
-    if link not in _facts_links:
-        _facts_links.append(link)
-    return link
+def facts_link_register(dotted_path: str) -> None:
+    if dotted_path not in _facts_links:
+        _facts_links.append(dotted_path)
 
 
 def content_checks_run(content_dir: Path, docs: list[CaseDoc]) -> list[ContentError]:
-    return [error for check in _content_checks for error in check(content_dir, docs)]
+    checks: list[ContentCheck] = [import_string(path) for path in _content_checks]
+    return [error for check in checks for error in check(content_dir, docs)]
 
 
 def facts_link(facts: Mapping[str, Any]) -> str | None:
     """Where a diagnosis can continue with its facts (the first registered app that offers a link)."""
-    for link in _facts_links:
+    for path in _facts_links:
+        link: FactsLink = import_string(path)
         url = link(facts)
         if url:
             return url

@@ -8,8 +8,6 @@ class TroubleshooterConfig(AppConfig):
         """Register the troubleshooter with kb: its trees are checked in the same content load, and a
         diagnosis links into the wizard with its facts."""
         from kb.extensions import content_check_register, facts_link_register
-        from troubleshooter.library import trees_check
-        from troubleshooter.links import wizard_url_for_facts
 
-        content_check_register(trees_check)
-        facts_link_register(wizard_url_for_facts)
+        content_check_register("troubleshooter.library.trees_check")
+        facts_link_register("troubleshooter.links.wizard_url_for_facts")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,17 +39,6 @@ class CaseDoc:
 
 def case_paths(content_dir: Path) -> list[Path]:
     return sorted((content_dir / "cases").glob("*.md"))
-
-
-def content_revision(content_dir: Path) -> str:
-    """A short hash over every content file, so the database and scripts can say what they were built from."""
-    digest = hashlib.sha256()
-    for path in sorted(p for p in content_dir.rglob("*") if p.is_file() and p.suffix in {".md", ".yaml", ".yml", ".sh"}):
-        digest.update(str(path.relative_to(content_dir)).encode())
-        digest.update(b"\0")
-        digest.update(path.read_bytes())
-        digest.update(b"\0")
-    return digest.hexdigest()[:12]
 
 
 def case_files_read(content_dir: Path) -> tuple[list[CaseDoc], list[ContentError]]:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from django.db import connection, transaction
 
-from kb.content.cases import CaseDoc, case_files_read, case_paths, content_revision
+from kb.content.cases import CaseDoc, case_files_read, case_paths
+from kb.content.revision import content_revision
 from kb.content.errors import ContentError, ContentInvalid
 from kb.content.harmless import HarmlessDoc, harmless_files_read
 from kb.content.links import case_links_check

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.db import transaction
 
-from kb.content.cases import content_revision
+from kb.content.revision import content_revision
 from kb.content.load import content_check, content_rows_write
 from kb.models import Case
 

@@ -1,5 +1,7 @@
 """Loading content: all or nothing, upsert by slug, vanished cases removed, drift reported by a system check."""
 
+import io
+
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
@@ -120,3 +122,13 @@ def test_orphan_builds_of_an_interrupted_load_are_removed_by_the_next_load(conte
     write_case(content, "third-case")
     call_command("load_content", verbosity=0)
     assert not orphan.exists()
+
+
+def test_the_command_line_warns_on_stderr_when_content_changed_since_load(content, tmp_path):
+    """diagnose skips Django's full system checks for its start-up, but not this one."""
+    write_case(content, "third-case")
+    log = tmp_path / "job.log"
+    log.write_text("nothing to see\n")
+    err = io.StringIO()
+    call_command("diagnose", str(log), stdout=io.StringIO(), stderr=err)
+    assert "content/ is at" in err.getvalue() and "load_content" in err.getvalue()

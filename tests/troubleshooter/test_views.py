@@ -8,7 +8,7 @@ import html5lib
 import pytest
 
 from tests.kb.html_checks import assert_valid_html, element_ids
-from kb.content.cases import content_revision
+from kb.content.revision import content_revision
 from troubleshooter.engine import tree_step
 from troubleshooter.links import step_url
 from troubleshooter.tree_model import tree_walk

@@ -10,7 +10,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from kb.checks import content_drift_check
 from kb.diagnose import diagnosis_json, diagnosis_run
+from kb.diagnosis.engine import CONFIDENT
 from kb.diagnosis.flight_recorder import flight_recorder_detect
 from kb.job_input import JobInputError, job_read
 
@@ -24,15 +26,16 @@ def _is_dump(file: Path) -> bool:
     return flight_recorder_detect(file.name, head)
 
 
-from kb.diagnosis.engine import CONFIDENT
-
-
 class Command(BaseCommand):
     help = (
         "Rank the known cases that explain a job's logs, with evidence lines and extracted facts. Paths may be "
         "log files, a directory (torchrun --log-dir, Slurm outputs), a .tar/.tar.gz/.zip of one, or Flight "
         "Recorder dumps."
     )
+
+    # The full system checks import every URLconf and view (a third of the start-up); the one that matters here,
+    # whether the loaded content is current, is run by handle().
+    requires_system_checks: list = []
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("paths", nargs="+", help="log files of one job; '-' reads standard input")
@@ -48,6 +51,8 @@ class Command(BaseCommand):
     def handle(self, *args, paths: list[str], json: bool, top: int, max_bytes: int | None, **options) -> None:
         if top < 1:
             raise CommandError("--top must be at least 1")
+        for warning in content_drift_check(None):
+            self.stderr.write(f"Warning: {warning.msg} {warning.hint}")
         sources: list = []
         ranks: dict[str, int] = {}
         notes: list[str] = []
