@@ -10,7 +10,10 @@ have come from a terminal or a web page is read whole and repaired first (see te
 
 from __future__ import annotations
 
+import contextlib
 import io
+import mmap
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,9 +87,19 @@ def source_read(
 ) -> FileReading:
     """Read one source (bytes, text, a path or a binary file object) window by window."""
     reading = FileReading(label=label)
-    if isinstance(data, Path) and data.stat().st_size <= min(WHOLE_READ_LIMIT, window_bytes * 2):
-        data = data.read_bytes()
-    if isinstance(data, (bytes, bytearray)) and REPAIR_LIMIT < len(data) <= min(WHOLE_READ_LIMIT, window_bytes * 2):
+    whole_limit = min(WHOLE_READ_LIMIT, window_bytes * 2)
+    if isinstance(data, Path):
+        size = data.stat().st_size
+        if REPAIR_LIMIT < size <= whole_limit:
+            with _mapped(data) as mapped:  # the page cache itself: no 50 MB copy before the decode
+                _window_read(
+                    mapped, rules, reading, label, base_line=0, core_start=0, core_end=None, deadline=deadline, repair=False
+                )
+            reading.bytes = size
+            return reading
+        if size <= whole_limit:
+            data = data.read_bytes()
+    if isinstance(data, (bytes, bytearray)) and REPAIR_LIMIT < len(data) <= whole_limit:
         _window_read(
             data, rules, reading, label, base_line=0, core_start=0, core_end=None, deadline=deadline, repair=False
         )  # one piece: a program-written log, too big to be a paste
@@ -135,6 +148,24 @@ def reading_rank_set(reading: FileReading, rank: int | None) -> None:
             stack.rank = rank
     seen = set(reading.facts.get("ranks") or [])
     reading.facts["ranks"] = sorted(seen | {rank})
+
+
+@contextlib.contextmanager
+def _mapped(path: Path) -> Iterator[mmap.mmap | bytes]:
+    """A file's bytes mapped read-only (populated in one call where the platform can); an empty file as b""."""
+    with path.open("rb") as handle:
+        if os.fstat(handle.fileno()).st_size == 0:
+            yield b""
+            return
+        populate = getattr(mmap, "MAP_POPULATE", 0)
+        mapped = mmap.mmap(handle.fileno(), 0, flags=mmap.MAP_SHARED | populate, prot=mmap.PROT_READ)
+    try:
+        yield mapped
+    finally:
+        try:
+            mapped.close()
+        except BufferError:  # a view of it is still alive somewhere: the collector unmaps it with the view
+            pass
 
 
 def _stream(data: Source) -> BinaryIO:

@@ -37,7 +37,7 @@ class Signature:
         """The group whose lines are scanned: every match contains one of these."""
         return self.guards[0] if self.guards else ()
 
-    @property
+    @functools.cached_property  # asked for every signature of every file of a job
     def prefilter(self) -> tuple[tuple[str, ...], ...]:
         """The groups the one-pass prefilter checks: the scanned group, and the other groups whose literals
         are distinctive. Short common ones (' - ', 'NCCL') occur in nearly every log and would only slow the

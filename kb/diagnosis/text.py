@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import html
+import mmap
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -27,29 +28,28 @@ def log_text(data: bytes | str) -> tuple[str, bool]:
     return text, encoded is data
 
 
-def log_clean(data: bytes | str) -> tuple[str, bytes | None]:
+def log_clean(data: bytes | bytearray | mmap.mmap | str) -> tuple[str, bytes | mmap.mmap | None]:
     """The text, and the cleaned bytes it was decoded from when they stand for it character for character
-    (ASCII), so a byte-level scan needs no encoding. Cleaning works on the bytes (C speed, one decode)."""
+    (ASCII), so a byte-level scan needs no encoding. Cleaning works on the bytes (C speed, one decode); a
+    mapped file that needs no cleaning is decoded straight from the page cache, and returned as itself."""
     if isinstance(data, str):
         if "\x1b" in data:
             data = _ANSI_RE.sub("", data)
         if "\r" in data:
             data = data.replace("\r\n", "\n").replace("\r", " ")
         return data.replace("\x00", "") if "\x00" in data else data, None
-    cleaned = bytes(data)
-    if b"\x1b" in cleaned:
+    cleaned = data
+    if cleaned.find(b"\x1b") != -1:
         cleaned = _ANSI_BYTES_RE.sub(b"", cleaned)
-    if b"\r" in cleaned:
+    if cleaned.find(b"\r") != -1:
+        cleaned = bytes(cleaned)
         if bytes_contain(cleaned, "\r\n"):
             cleaned = cleaned.replace(b"\r\n", b"\n")
         cleaned = cleaned.replace(b"\r", b" ")
-    if b"\x00" in cleaned:
-        cleaned = cleaned.replace(b"\x00", b"")
-    text = cleaned.decode("utf-8", errors="replace")
-    ascii_only = text.isascii()
-    if ascii_only and cleaned == data and isinstance(data, bytes):
-        cleaned = data  # the very input: callers can tell nothing was changed
-    return text, cleaned if ascii_only else None
+    if cleaned.find(b"\x00") != -1:
+        cleaned = bytes(cleaned).replace(b"\x00", b"")
+    text = str(cleaned, "utf-8", errors="replace")
+    return text, cleaned if text.isascii() else None
 
 
 def log_decode(data: bytes | str) -> str:
@@ -71,6 +71,18 @@ def _record_open(line: str) -> bool:
         return False
     rest = line[start + len(_RECORD) - 1 :]
     return rest.count("(") > rest.count(")")
+
+
+def _any_record_open(text: str) -> bool:
+    """Some line holds a WorkNCCL(...) record cut before its closing parenthesis (visits only those lines)."""
+    pos = text.find(_RECORD)
+    while pos != -1:
+        end = text.find("\n", pos)
+        end = len(text) if end == -1 else end
+        if _record_open(text[text.rfind("\n", 0, pos) + 1 : end]):
+            return True
+        pos = text.find(_RECORD, end)
+    return False
 
 
 @dataclass
@@ -102,7 +114,7 @@ def paste_repair(text: str) -> Repaired:
         continued = sum(1 for i in full if _continues(lines[i], lines[i + 1]))
         if continued < 2 or continued * 2 < len(full):
             width = None  # most full-width lines are followed by a line of their own: not a wrapped paste
-    if width is None and not any(_record_open(line) for line in lines if _RECORD in line):
+    if width is None and not _any_record_open(text):
         return Repaired(text, notes=notes)
     out: list[str] = []
     joins: list[int] = []
@@ -170,11 +182,9 @@ def _continues(line: str, following: str) -> bool:
 def _wrap_width(lines: list[str]) -> int | None:
     """The terminal width a paste was hard-wrapped at: the longest line length, shared by at least two
     different lines, with no line longer. None for a log that was not wrapped."""
-    lengths = Counter(len(line) for line in lines if len(line) >= _WRAP_MIN)
-    if not lengths:
-        return None
+    lengths = Counter(map(len, lines))
     widest = max(lengths)
-    if widest > _WRAP_MAX or lengths[widest] < 2:
+    if widest < _WRAP_MIN or widest > _WRAP_MAX or lengths[widest] < 2:
         return None
     if len({line for line in lines if len(line) == widest}) < 2:
         return None

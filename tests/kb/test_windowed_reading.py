@@ -79,3 +79,17 @@ def test_a_large_log_read_in_windows_whose_look_ahead_ends_mid_line_gives_the_wh
     (bench_log_write if shape == "multi-rank" else console_log_write)(path, size_bytes=1_500_000)
     whole, windowed = whole_and_windowed(path.read_bytes(), rules, window=100_003, lookahead=10_007)
     assert windowed == whole
+
+
+@pytest.mark.parametrize("shape", ["plain", "progress bars and colour codes"])
+def test_a_mapped_file_gives_what_its_bytes_in_memory_give(rules, tmp_path, shape):
+    """A file between the paste-repair limit and the whole-read limit is read from the page cache (mmap)."""
+    fixture = (REPO / "tests" / "fixtures" / "logs" / "fsdp_rank2_behind_torch25.log").read_bytes()
+    filler = b"step 1/2000 loss 1.23\n" if shape == "plain" else b"\x1b[32m 40%|####  | 800/2000\r 41%|####  | 820/2000\x1b[0m\n"
+    data = filler * (9 * 1024 * 1024 // len(filler)) + fixture
+    path = tmp_path / "job.log"
+    path.write_bytes(data)
+    from_file = source_read(path, rules, label=None)
+    in_memory = source_read(data, rules, label=None)
+    assert summary(job_diagnose([from_file], rules, top=5)) == summary(job_diagnose([in_memory], rules, top=5))
+    assert summary(job_diagnose([from_file], rules, top=5))["matches"]  # the fixture's timeout is found after 9 MB
