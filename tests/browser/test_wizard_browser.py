@@ -177,7 +177,7 @@ def test_the_wizard_works_without_javascript(browser_page_without_js):
     assert "megatron/fused_kernels/build/lock" in page.inner_text("#fix-script pre")
 
 
-SHOTS = Path(os.environ.get("KB_WIZARD_SCREENSHOTS", "/tmp/wt-i12-shots"))
+SHOTS = os.environ.get("KB_SCREENSHOTS")  # a folder: save screenshots for a person to look at
 MEGATRON_LOG = Path(settings.BASE_DIR) / "tests" / "fixtures" / "logs" / "heldout" / "megatron-fused-srun-label-torch24.log"
 
 
@@ -195,8 +195,8 @@ def test_a_pasted_log_continues_in_the_troubleshooter_with_its_answers_listed(br
     assert len(listed) == 3 and all("from your log" in item for item in listed), listed
     assert "At a compile step" in listed[0] and "srun" in listed[2]
     assert "3 answers came from your log" in page.inner_text(".from-log-note")
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / "handoff-390.png"), full_page=True)
+    if SHOTS:
+        page.screenshot(path=str(Path(SHOTS) / "handoff-390.png"), full_page=True)
 
     page.locator(".answer-change").first.click()
     page.wait_for_function(
@@ -204,5 +204,6 @@ def test_a_pasted_log_continues_in_the_troubleshooter_with_its_answers_listed(br
         "&& document.activeElement.textContent.includes('When does the job stop')"
     )
     assert page.is_checked("input[name=when][value=compile]"), "Change selects the log's answer"
-    page.screenshot(path=str(SHOTS / "change-390.png"), full_page=True)
+    if SHOTS:
+        page.screenshot(path=str(Path(SHOTS) / "change-390.png"), full_page=True)
     assert not browser_page.console_errors
