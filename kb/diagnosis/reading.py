@@ -87,55 +87,72 @@ def source_read(
 ) -> FileReading:
     """Read one source (bytes, text, a path or a binary file object) window by window."""
     reading = FileReading(label=label)
-    whole_limit = min(WHOLE_READ_LIMIT, window_bytes * 2)
     if isinstance(data, Path):
         size = data.stat().st_size
-        if REPAIR_LIMIT < size <= whole_limit:
-            with _mapped(data) as mapped:  # the page cache itself: no 50 MB copy before the decode
-                _window_read(
-                    mapped, rules, reading, label, base_line=0, core_start=0, core_end=None, deadline=deadline, repair=False
-                )
-            reading.bytes = size
-            return reading
-        if size <= whole_limit:
-            data = data.read_bytes()
-    if isinstance(data, (bytes, bytearray)) and REPAIR_LIMIT < len(data) <= whole_limit:
-        _window_read(
-            data, rules, reading, label, base_line=0, core_start=0, core_end=None, deadline=deadline, repair=False
-        )  # one piece: a program-written log, too big to be a paste
-        reading.bytes = len(data)
-        return reading
-    if isinstance(data, str) or (isinstance(data, (bytes, bytearray)) and len(data) <= REPAIR_LIMIT and repair):
+        if size > REPAIR_LIMIT:
+            whole = size <= min(WHOLE_READ_LIMIT, window_bytes * 2)
+            with _mapped(data, populate=whole) as mapped:  # the page cache itself: no copy before the decode
+                return _bytes_read(mapped, rules, reading, deadline, window_bytes, lookahead_bytes)
+        data = data.read_bytes()
+    if isinstance(data, (bytes, bytearray)) and len(data) > REPAIR_LIMIT:
+        return _bytes_read(data, rules, reading, deadline, window_bytes, lookahead_bytes)
+    if isinstance(data, str) or (isinstance(data, (bytes, bytearray)) and (len(data) <= REPAIR_LIMIT and repair)):
         _window_read(data, rules, reading, label, base_line=0, core_start=0, core_end=None, deadline=deadline, repair=repair)
         reading.bytes = len(data)
         return reading
     stream = _stream(data)
     try:
-        base_line = 0
-        for window, core_start, core, size in _windows(stream, window_bytes, lookahead_bytes):
-            if reading.bytes == 0 and size <= REPAIR_LIMIT and core == len(window) and repair:
-                _window_read(
-                    window, rules, reading, label, base_line=0, core_start=0, core_end=None, deadline=deadline, repair=True
-                )
-            else:
-                base_line = _window_read(
-                    window,
-                    rules,
-                    reading,
-                    label,
-                    base_line=base_line,
-                    core_start=core_start,
-                    core_end=core,
-                    deadline=deadline,
-                    repair=False,
-                )
-            reading.bytes += core - core_start
-            if reading.partial:
-                break
+        _windows_read(_windows(stream, window_bytes, lookahead_bytes), rules, reading, deadline, repair)
     finally:
         if not isinstance(data, (bytes, bytearray)) and not hasattr(data, "read"):
             stream.close()
     return reading
+
+
+def _bytes_read(
+    data: bytes | bytearray | mmap.mmap,
+    rules: Rules,
+    reading: FileReading,
+    deadline: float | None,
+    window_bytes: int,
+    lookahead_bytes: int,
+) -> FileReading:
+    """A program-written log already in memory or mapped: in one piece up to the whole-read limit, else in
+    windows sliced out of it. Too big to be a paste, so never repaired."""
+    if len(data) <= min(WHOLE_READ_LIMIT, window_bytes * 2):
+        _window_read(
+            data, rules, reading, reading.label, base_line=0, core_start=0, core_end=None, deadline=deadline, repair=False
+        )
+        reading.bytes = len(data)
+        return reading
+    _windows_read(_windows_sliced(data, window_bytes, lookahead_bytes), rules, reading, deadline, repair=False)
+    return reading
+
+
+def _windows_read(
+    windows: Iterator[tuple[bytes, int, int, int]], rules: Rules, reading: FileReading, deadline: float | None, repair: bool
+) -> None:
+    base_line = 0
+    for window, core_start, core, size in windows:
+        if reading.bytes == 0 and size <= REPAIR_LIMIT and core == len(window) and repair:
+            _window_read(
+                window, rules, reading, reading.label, base_line=0, core_start=0, core_end=None, deadline=deadline, repair=True
+            )
+        else:
+            base_line = _window_read(
+                window,
+                rules,
+                reading,
+                reading.label,
+                base_line=base_line,
+                core_start=core_start,
+                core_end=core,
+                deadline=deadline,
+                repair=False,
+            )
+        reading.bytes += core - core_start
+        if reading.partial:
+            break
 
 
 def reading_rank_set(reading: FileReading, rank: int | None) -> None:
@@ -151,14 +168,17 @@ def reading_rank_set(reading: FileReading, rank: int | None) -> None:
 
 
 @contextlib.contextmanager
-def _mapped(path: Path) -> Iterator[mmap.mmap | bytes]:
-    """A file's bytes mapped read-only (populated in one call where the platform can); an empty file as b""."""
+def _mapped(path: Path, *, populate: bool = False) -> Iterator[mmap.mmap | bytes]:
+    """A file's bytes mapped read-only; an empty file as b"". `populate`: map every page in one call (a file
+    read whole); otherwise pages are read ahead as a window reaches them and given back after it."""
     with path.open("rb") as handle:
         if os.fstat(handle.fileno()).st_size == 0:
             yield b""
             return
-        populate = getattr(mmap, "MAP_POPULATE", 0)
-        mapped = mmap.mmap(handle.fileno(), 0, flags=mmap.MAP_SHARED | populate, prot=mmap.PROT_READ)
+        flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if populate else 0)
+        mapped = mmap.mmap(handle.fileno(), 0, flags=flags, prot=mmap.PROT_READ)
+        if not populate and hasattr(mapped, "madvise"):
+            mapped.madvise(mmap.MADV_SEQUENTIAL)
     try:
         yield mapped
     finally:
@@ -202,6 +222,32 @@ def _windows(stream: BinaryIO, window_bytes: int, lookahead_bytes: int) -> Itera
         tail = pending[max(0, cut - LOOKBEHIND_BYTES) : cut]
         behind = tail[tail.find(b"\n") + 1 :] if b"\n" in tail[:-1] else b""  # whole lines only
         pending = pending[cut:]
+
+
+def _windows_sliced(
+    data: bytes | bytearray | mmap.mmap, window_bytes: int, lookahead_bytes: int
+) -> Iterator[tuple[bytes, int, int, int]]:
+    """The windows `_windows` gives for a stream, cut out of bytes already in memory or mapped: one copy a
+    window and no concatenation. Mapped pages behind the look-behind are given back as it moves on, so the
+    process's resident memory follows the window, not the file."""
+    size = len(data)
+    start = behind = released = 0  # where the window's own part starts; where its look-behind starts
+    page = mmap.PAGESIZE
+    while start < size:
+        if size - start <= window_bytes:
+            yield bytes(data[behind:size]), start - behind, size - behind, size
+            return
+        end = min(size, start + window_bytes + lookahead_bytes)
+        cut = data.rfind(b"\n", start, start + window_bytes) + 1
+        if cut == 0:  # one line longer than a window: cut it at the window
+            cut = start + window_bytes
+        yield bytes(data[behind:end]), start - behind, cut - behind, end
+        newline = data.find(b"\n", max(start, cut - LOOKBEHIND_BYTES), cut - 1)
+        behind = newline + 1 if newline != -1 else cut  # whole lines only
+        start = cut
+        if isinstance(data, mmap.mmap) and behind // page * page > released:
+            data.madvise(mmap.MADV_DONTNEED, released, behind // page * page - released)
+            released = behind // page * page
 
 
 def _read_full(stream: BinaryIO, size: int) -> bytes:
@@ -293,7 +339,9 @@ def _window_read(
     if core_end is None:
         reading.lines += lines.line_count()
         return base_line + lines.line_count()
-    own = text.count("\n", start, limit) + (1 if limit == len(text) and limit > start and not text.endswith("\n") else 0)
+    # Newlines of the window's own part: the window's count (known) less the short look-behind and look-ahead.
+    own_newlines = lines.newlines - behind_lines - text.count("\n", limit)
+    own = own_newlines + (1 if limit == len(text) and limit > start and not text.endswith("\n") else 0)
     reading.lines += own
     return base_line + own
 

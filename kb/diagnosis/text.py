@@ -202,9 +202,9 @@ class LineLocator:
         self.text = text
         self._joins = joins or []  # offsets where a repair removed a line break (see paste_repair)
         self._base = base_line  # lines of the file before this text (a window of a larger file)
-        self._newlines = text.count("\n")
+        self.newlines = text.count("\n")  # how many line breaks the text holds
         # sorted (offset, line number) checkpoints; the end is known from the newline count
-        self._known: list[tuple[int, int]] = [(0, 1), (len(text), self._newlines + 1)]
+        self._known: list[tuple[int, int]] = [(0, 1), (len(text), self.newlines + 1)]
 
     def line_number(self, offset: int) -> int:
         """The input's line number at `offset`: newlines before it, plus the breaks a repair removed."""
@@ -235,4 +235,4 @@ class LineLocator:
     def line_count(self) -> int:
         if not self.text:
             return 0
-        return self._newlines + len(self._joins) + (0 if self.text.endswith("\n") else 1)
+        return self.newlines + len(self._joins) + (0 if self.text.endswith("\n") else 1)

@@ -9,7 +9,7 @@ from django.conf import settings
 
 from kb.corpus import content_rules, corpus_entries
 from kb.diagnosis.engine import job_diagnose
-from kb.diagnosis.reading import source_read
+from kb.diagnosis.reading import _mapped, _windows, _windows_sliced, source_read
 
 REPO = Path(__file__).resolve().parents[2]
 ENTRIES = corpus_entries(REPO / "tests" / "fixtures" / "logs")
@@ -93,3 +93,29 @@ def test_a_mapped_file_gives_what_its_bytes_in_memory_give(rules, tmp_path, shap
     in_memory = source_read(data, rules, label=None)
     assert summary(job_diagnose([from_file], rules, top=5)) == summary(job_diagnose([in_memory], rules, top=5))
     assert summary(job_diagnose([from_file], rules, top=5))["matches"]  # the fixture's timeout is found after 9 MB
+
+
+@pytest.mark.parametrize("window, lookahead", [(2048, 32768), (4096, 512), (300, 300)])
+def test_windows_cut_out_of_a_mapped_file_are_the_windows_of_its_stream(tmp_path, window, lookahead):
+    """A large file is read by slicing its mapping; each window, its own part and its look-behind must be
+    exactly what reading the same bytes as a stream gives, on every fixture (a line longer than a window too)."""
+    for entry in ENTRIES + [None]:
+        data = entry.path.read_bytes() if entry else b"short\n" + b"y" * 5000 + b"\nlast line without newline"
+        path = tmp_path / "log"
+        path.write_bytes(data)
+        streamed = list(_windows(io.BytesIO(data), window, lookahead))
+        with _mapped(path) as mapped:
+            sliced = list(_windows_sliced(mapped, window, lookahead))
+        assert sliced == streamed, entry.id if entry else "long line"
+
+
+def test_a_large_file_read_in_windows_from_its_mapping_gives_the_whole_read(rules, tmp_path):
+    """Past the paste-repair limit a file is mapped; with windows smaller than it, they are sliced out."""
+    fixture = (REPO / "tests" / "fixtures" / "logs" / "fsdp_rank2_behind_torch25.log").read_bytes()
+    data = b"step 1/2000 loss 1.23\n" * (9 * 1024 * 1024 // 22) + fixture
+    path = tmp_path / "job.log"
+    path.write_bytes(data)
+    whole = source_read(data, rules, label=None, window_bytes=len(data) + 1)
+    mapped = source_read(path, rules, label=None, window_bytes=1024 * 1024, lookahead_bytes=64 * 1024)
+    assert summary(job_diagnose([mapped], rules, top=5)) == summary(job_diagnose([whole], rules, top=5))
+    assert summary(job_diagnose([mapped], rules, top=5))["matches"]
