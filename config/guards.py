@@ -24,25 +24,30 @@ class RequestGuardMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if "\x00" in request.path:
             return _refuse(request, 400, "Bad request", "The address contains a NUL character.")
+        return self.get_response(request)
+
+    def process_view(self, request: HttpRequest, view_func: Callable, view_args: tuple, view_kwargs: dict) -> HttpResponse | None:
+        """After URL resolution (so the view says how it answers errors: JSON for the API, see
+        kb.api.answers_json) and before any later middleware's process_view, CSRF's included, reads the body."""
         try:
             declared = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             declared = 0
         limit = settings.KB_MAX_LOG_BYTES
-        if declared > limit + MULTIPART_MARGIN_BYTES:
-            from kb.job_input import size_text
+        if declared <= limit + MULTIPART_MARGIN_BYTES:
+            return None
+        from kb.job_input import size_text
 
-            message = f"The log is larger than the limit of {size_text(limit)}."
-            if request.path.startswith("/api/"):
-                return JsonResponse({"error": message, "limit_bytes": limit}, status=413)
-            return _refuse(
-                request,
-                413,
-                "Log too large",
-                f"{message} Trim it to the part around the first error, or split it per rank, or use "
-                "python manage.py diagnose on the command line, which has no limit.",
-            )
-        return self.get_response(request)
+        message = f"The log is larger than the limit of {size_text(limit)}."
+        if getattr(view_func, "answers_json", False):
+            return JsonResponse({"error": message, "limit_bytes": limit}, status=413)
+        return _refuse(
+            request,
+            413,
+            "Log too large",
+            f"{message} Trim it to the part around the first error, or split it per rank, or use "
+            "python manage.py diagnose on the command line, which has no limit.",
+        )
 
 
 def _refuse(request: HttpRequest, status: int, title: str, message: str) -> HttpResponse:

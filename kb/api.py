@@ -3,6 +3,8 @@ CSRF-exempt for scripts and CI jobs (see README, "API")."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -17,6 +19,14 @@ from kb.search.index import IndexMissing, search_results
 from kb.selectors import case_tags
 
 
+def answers_json(view: Callable) -> Callable:
+    """Marks a view whose refusals are JSON, including the request guard's (config/guards.py), which runs
+    before the view and must not answer a script with an HTML page."""
+    view.answers_json = True  # type: ignore[attr-defined]
+    return view
+
+
+@answers_json
 @require_safe
 def case_json(request: HttpRequest, slug: str) -> JsonResponse:
     case = Case.objects.prefetch_related("tags").filter(slug=slug).first()
@@ -44,6 +54,7 @@ def case_json(request: HttpRequest, slug: str) -> JsonResponse:
     )
 
 
+@answers_json
 @csrf_exempt
 @require_POST
 def diagnose(request: HttpRequest) -> JsonResponse:
@@ -66,6 +77,7 @@ def diagnose(request: HttpRequest) -> JsonResponse:
     return JsonResponse(diagnosis_json(diagnosis, notes=job.notes), json_dumps_params={"ensure_ascii": False})
 
 
+@answers_json
 @require_safe
 def search(request: HttpRequest) -> JsonResponse:
     form = SearchForm(request.GET)
