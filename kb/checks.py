@@ -4,7 +4,7 @@ from django.conf import settings
 from django.core.checks import Warning, register
 from django.db.utils import DatabaseError
 
-from kb.content.revision import content_revision
+from kb.content.revision import LOAD_HINT, content_revision, drift_text
 
 
 @register()
@@ -15,15 +15,8 @@ def content_drift_check(app_configs, **kwargs) -> list:
         state = ContentState.objects.first()
     except DatabaseError:
         return []  # not migrated yet: `migrate` will say so itself
-    current = content_revision(settings.CONTENT_DIR)
-    if state is None:
-        return [Warning("No content has been loaded into the database.", hint="Run: python manage.py load_content", id="kb.W001")]
-    if state.revision != current:
-        return [
-            Warning(
-                f"The database holds content revision {state.revision}, but content/ is at {current}.",
-                hint="Run: python manage.py load_content",
-                id="kb.W002",
-            )
-        ]
-    return []
+    loaded = state.revision if state is not None else None
+    message = drift_text(loaded, content_revision(settings.CONTENT_DIR))
+    if message is None:
+        return []
+    return [Warning(message, hint=LOAD_HINT, id="kb.W001" if loaded is None else "kb.W002")]

@@ -16,6 +16,8 @@ from kb.content.links import case_links_check
 from kb.extensions import content_checks_run
 from kb.models import Alias, Case, ContentState, HarmlessLine, Tag
 from kb.content.publish import build_dir_new, build_swap, current_revision, snapshot_write
+from kb.content.rules_snapshot import rules_snapshot_published, rules_snapshot_write
+from kb.diagnose import catalog_current, rules_rows
 from kb.search.index import index_write
 
 
@@ -49,12 +51,21 @@ def content_load(*, content_dir: Path, index_dir: Path, force: bool = False) -> 
     try:
         with transaction.atomic():
             _loads_serialise()
-            if not force and ContentState.loaded_revision() == revision and current_revision(index_dir) == revision:
+            if (
+                not force
+                and ContentState.loaded_revision() == revision
+                and current_revision(index_dir) == revision
+                and (
+                    rules_snapshot_published(index_dir)  # a build from before the snapshot existed is built again
+                )
+            ):
                 return LoadReport(revision=revision, created=0, updated=0, deleted=0, total=len(docs), skipped=True)
             build = build_dir_new(index_dir, revision)
             index_write(build, docs, harmless)
             snapshot_write(build, content_dir)
             created, updated, deleted = content_rows_write(docs, harmless, revision)
+            cases, harmless_rows = rules_rows()
+            rules_snapshot_write(build, revision=revision, cases=cases, harmless=harmless_rows, catalog=catalog_current())
     except BaseException:
         if build is not None:
             shutil.rmtree(build, ignore_errors=True)  # the database rolled back: nothing may point here

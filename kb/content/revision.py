@@ -18,3 +18,15 @@ def content_revision(content_dir: Path) -> str:
         digest.update(path.read_bytes())
         digest.update(b"\0")
     return digest.hexdigest()[:12]
+
+
+LOAD_HINT = "Run: python manage.py load_content"
+
+
+def drift_text(loaded: str | None, current: str) -> str | None:
+    """What to say when the loaded content is not content/ as it is now (None when it is)."""
+    if loaded is None:
+        return "No content has been loaded into the database."
+    if loaded != current:
+        return f"The database holds content revision {loaded}, but content/ is at {current}."
+    return None

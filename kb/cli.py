@@ -1,0 +1,144 @@
+"""`manage.py diagnose`: the same diagnosis as the site, on the command line, for a login node with a log of
+any size. One implementation, two ways in:
+
+- `fast_main`, which manage.py calls before it starts Django: the rules and the case addresses come from the
+  rules snapshot that `load_content` published with the index (kb/content/rules_snapshot.py), so a short log is
+  answered without Django's start-up or the database;
+- the Django management command (kb/management/commands/diagnose.py), which takes the rules from the database;
+  manage.py falls back to it when no snapshot is published or an option of Django's own is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+from kb.content.revision import LOAD_HINT, content_revision, drift_text
+from kb.content.rules_snapshot import rules_snapshot_read
+from kb.diagnosis.contract import diagnosis_json, diagnosis_text, json_text
+from kb.diagnosis.engine import log_diagnose
+from kb.diagnosis.flight_recorder import flight_recorder_detect
+from kb.diagnosis.reading import Source
+from kb.job_input import JobInputError, job_read
+
+HELP = (
+    "Rank the known cases that explain a job's logs, with evidence lines and extracted facts. Paths may be "
+    "log files, a directory (torchrun --log-dir, Slurm outputs), a .tar/.tar.gz/.zip of one, or Flight "
+    "Recorder dumps."
+)
+ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".zip", ".gz")
+
+
+class CliError(Exception):
+    """A refusal the command line reports in one line (Django's CommandError, or the same words without it)."""
+
+
+def arguments_add(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", help="log files of one job; '-' reads standard input")
+    parser.add_argument("--json", action="store_true", help="print the JSON of the diagnosis contract")
+    parser.add_argument("--top", type=int, default=5, help="how many cases to list (default 5)")
+    parser.add_argument(
+        "--max-bytes",
+        type=int,
+        default=None,
+        help="refuse inputs larger than this (no limit by default: the web limit is for uploads)",
+    )
+
+
+def sources_read(paths: list[str], max_bytes: int | None) -> tuple[list[tuple[str, Source]], dict[str, int], list[str]]:
+    """The job's sources (logs stay files, read in windows, never whole), the ranks their paths name, and notes
+    on what was set aside."""
+    sources: list[tuple[str, Source]] = []
+    ranks: dict[str, int] = {}
+    notes: list[str] = []
+    for path in paths:
+        if path == "-":
+            sources.append(("stdin", sys.stdin.buffer))
+            continue
+        file = Path(path)
+        if not file.exists():
+            raise CliError(f"no such file or directory: {path}")
+        if max_bytes is not None and file.is_file() and file.stat().st_size > max_bytes:
+            raise CliError(f"{path} is {file.stat().st_size} bytes; --max-bytes is {max_bytes}")
+        if file.is_dir() or file.name.endswith(ARCHIVE_SUFFIXES) or _is_dump(file):
+            try:
+                job = job_read(file)
+            except JobInputError as err:
+                raise CliError(f"{path}: {err}") from None
+            notes += job.notes
+            sources += job.sources()
+            ranks.update(job.ranks())
+        else:
+            sources.append((file.name, file))
+    if not sources:
+        raise CliError("nothing to diagnose: " + ("; ".join(notes) or "no log files found"))
+    return sources, ranks, notes
+
+
+def top_check(top: int) -> None:
+    if top < 1:
+        raise CliError("--top must be at least 1")
+
+
+def answer_text(result: dict[str, Any], as_json: bool) -> str:
+    return json_text(result) if as_json else diagnosis_text(result)
+
+
+def _is_dump(file: Path) -> bool:
+    """A Flight Recorder dump given as a file (its start and its keys say so)."""
+    with file.open("rb") as handle:
+        head = handle.read(1 << 20)
+    return flight_recorder_detect(file.name, head)
+
+
+# Options Django's own management commands take: given one, manage.py leaves the command to Django.
+DJANGO_OPTIONS = (
+    "--settings",
+    "--pythonpath",
+    "--traceback",
+    "--no-color",
+    "--force-color",
+    "--skip-checks",
+    "-v",
+    "--verbosity",
+)
+
+
+def fast_main(
+    argv: list[str],
+    *,
+    content_dir: Path | None = None,
+    index_dir: Path | None = None,
+    stdout: IO[str] | None = None,
+    stderr: IO[str] | None = None,
+) -> int | None:
+    """Answer `manage.py diagnose ARGS` from the published rules snapshot; None leaves it to Django (no
+    snapshot yet, help asked for, or an option of Django's own)."""
+    if any(arg in ("-h", "--help") or arg.startswith(DJANGO_OPTIONS) for arg in argv):
+        return None
+    if content_dir is None or index_dir is None:
+        settings = importlib.import_module(os.environ.get("DJANGO_SETTINGS_MODULE", "config.settings"))
+        content_dir, index_dir = Path(settings.CONTENT_DIR), Path(settings.SEARCH_INDEX_DIR)
+    snapshot = rules_snapshot_read(index_dir)
+    if snapshot is None:
+        return None
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    parser = argparse.ArgumentParser(prog="manage.py diagnose", description=HELP)
+    arguments_add(parser)
+    args = parser.parse_args(argv)
+    drift = drift_text(snapshot.revision, content_revision(content_dir))
+    if drift:
+        stderr.write(f"Warning: {drift} {LOAD_HINT}\n")
+    try:
+        top_check(args.top)
+        sources, ranks, notes = sources_read(args.paths, args.max_bytes)
+    except CliError as err:
+        stderr.write(f"CommandError: {err}\n")
+        return 1
+    diagnosis = log_diagnose(sources, snapshot.rules, top=args.top, workers=os.cpu_count() or 1, ranks=ranks)
+    stdout.write(answer_text(diagnosis_json(diagnosis, snapshot.catalog, notes=notes), args.json) + "\n")
+    return 0

@@ -1,0 +1,106 @@
+"""The command line answers from the rules snapshot that load_content publishes, without starting Django, and
+gives exactly what the Django command gives from the database."""
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+
+from kb.cli import fast_main
+from kb.content.publish import current_build
+from kb.content.rules_snapshot import RULES_FILE
+from kb.corpus import corpus_entries
+from kb.models import ContentState
+from tests.kb.case_files import write_case
+
+pytestmark = pytest.mark.django_db
+REPO = Path(__file__).resolve().parents[2]
+ENTRIES = corpus_entries(REPO / "tests" / "fixtures" / "logs")
+
+
+def _fast(*argv: str, content_dir: Path | None = None) -> tuple[int | None, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = fast_main(
+        list(argv),
+        content_dir=content_dir or settings.CONTENT_DIR,
+        index_dir=settings.SEARCH_INDEX_DIR,
+        stdout=out,
+        stderr=err,
+    )
+    return code, out.getvalue(), err.getvalue()
+
+
+def _without_timing(result: dict) -> dict:
+    result["stats"].pop("ms")
+    return result
+
+
+def test_every_fixture_gets_the_same_json_from_the_snapshot_as_from_the_database():
+    for entry in ENTRIES:
+        code, out, _ = _fast(str(entry.path), "--json")
+        django_out = io.StringIO()
+        call_command("diagnose", str(entry.path), "--json", stdout=django_out)
+        assert code == 0
+        assert _without_timing(json.loads(out)) == _without_timing(json.loads(django_out.getvalue())), entry.id
+
+
+def test_the_snapshot_is_published_with_the_revision_the_database_holds():
+    body = json.loads((current_build(settings.SEARCH_INDEX_DIR) / RULES_FILE).read_text())
+    assert body["revision"] == ContentState.loaded_revision()
+    assert body["case_urls"]["llama3-fsdp-allgather-timeout"] == "/kb/llama3-fsdp-allgather-timeout/"
+
+
+def test_without_a_published_snapshot_the_command_is_left_to_django(tmp_path):
+    code = fast_main(["x.log"], content_dir=settings.CONTENT_DIR, index_dir=tmp_path / "no-index")
+    assert code is None
+
+
+@pytest.mark.parametrize("option", ["--help", "--settings=config.settings", "-v", "--traceback"])
+def test_help_and_djangos_own_options_are_left_to_django(option):
+    assert fast_main(["x.log", option], content_dir=settings.CONTENT_DIR, index_dir=settings.SEARCH_INDEX_DIR) is None
+
+
+def test_a_missing_file_is_refused_in_one_line_with_exit_status_1(tmp_path):
+    code, out, err = _fast(str(tmp_path / "nope.log"))
+    assert (code, out) == (1, "")
+    assert err == f"CommandError: no such file or directory: {tmp_path / 'nope.log'}\n"
+
+
+def test_content_changed_since_the_load_is_warned_about(tmp_path):
+    import shutil
+
+    content = tmp_path / "content"
+    shutil.copytree(settings.CONTENT_DIR, content)
+    write_case(content, "third-case")
+    log = tmp_path / "job.log"
+    log.write_text("nothing to see\n")
+    code, _, err = _fast(str(log), content_dir=content)
+    assert code == 0 and "content/ is at" in err and "load_content" in err
+
+
+def test_manage_py_answers_without_importing_django(tmp_path):
+    """The start-up path proper: a real process, whose modules are listed after it answers."""
+    log = tmp_path / "job.log"
+    log.write_text((REPO / "tests" / "fixtures" / "logs" / "fsdp_rank2_behind_torch25.log").read_text(errors="replace"))
+    probe = (
+        "import runpy, sys; sys.argv = ['manage.py', 'diagnose', sys.argv[1], '--json'];\n"
+        "try:\n    runpy.run_path('manage.py', run_name='__main__')\n"
+        "except SystemExit as done:\n    sys.stderr.write('django' if any(m.startswith('django') for m in sys.modules) else 'none')\n"
+    )
+    env = {"KB_INDEX_DIR": str(settings.SEARCH_INDEX_DIR), "KB_CONTENT_DIR": str(settings.CONTENT_DIR), "PATH": "/usr/bin:/bin"}
+    result = subprocess.run([sys.executable, "-c", probe, str(log)], cwd=REPO, env=env, capture_output=True, text=True)
+    assert json.loads(result.stdout)["matches"][0]["slug"] == "llama3-fsdp-allgather-timeout"
+    assert result.stderr.endswith("none"), result.stderr
+
+
+def test_a_build_published_before_the_snapshot_existed_is_built_again(settings, tmp_path):
+    settings.SEARCH_INDEX_DIR = tmp_path / "index"
+    call_command("load_content", verbosity=0)
+    (current_build(settings.SEARCH_INDEX_DIR) / RULES_FILE).unlink()
+    call_command("load_content", verbosity=0)
+    assert (current_build(settings.SEARCH_INDEX_DIR) / RULES_FILE).is_file()
