@@ -111,7 +111,10 @@ def log_diagnose(
         with ProcessPoolExecutor(
             max_workers=min(workers, len(sources)), mp_context=get_context("fork"), initializer=_worker_init, initargs=(rules,)
         ) as pool:
-            readings = list(pool.map(_worker_read, [data for _, data in sources], labels, [deadline] * len(sources)))
+            chunk = max(1, len(sources) // (4 * min(workers, len(sources))))  # a few round trips per worker, not one per file
+            readings = list(
+                pool.map(_worker_read, [data for _, data in sources], labels, [deadline] * len(sources), chunksize=chunk)
+            )
     else:
         readings = [source_read(data, rules, label=label, deadline=deadline) for (_, data), label in zip(sources, labels)]
     file_ranks: dict[int, int] = {}
