@@ -1,11 +1,16 @@
 #!/usr/bin/env python
 """Django's command-line entry point."""
+
 import os
 import sys
 
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    if sys.argv[1:2] in (["diagnose"], ["bench"]):  # they read large logs (config/hugepages.py says why)
+        from config.hugepages import restart_with_huge_pages
+
+        restart_with_huge_pages()
     if sys.argv[1:2] == ["diagnose"]:  # answered without starting Django when it can be (kb/cli.py)
         from kb.cli import fast_main
 

@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from config.hugepages import environ_with_huge_pages
+
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "deploy" / "nginx.conf"
 MIB = 1024 * 1024
@@ -219,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
             "--no-control-socket",  # signals are enough; its default path is in $HOME, shared by every instance
         ],
         cwd=ROOT,
+        env=environ_with_huge_pages(os.environ),  # workers decode uploads of up to 50 MB
     )
     if not _wait_for(socket, gunicorn, 60):
         gunicorn.terminate()
