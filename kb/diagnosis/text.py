@@ -191,20 +191,29 @@ def _wrap_width(lines: list[str]) -> int | None:
     return widest
 
 
+CHECKPOINT_CHARS = 1 << 20
+
+
 class LineLocator:
     """Maps character offsets in a text to 1-based line numbers and line contents.
 
-    Lookups count newlines from the nearest offset already resolved (C speed), so a handful of
-    evidence lines in a 50 MB log cost one pass at most, and no table of every line is built.
+    The one count of the text's newlines is made a megabyte at a time and each step is kept as a checkpoint;
+    a lookup counts from the nearest offset already resolved (C speed), so any line number costs at most
+    half a megabyte of counting, and no table of every line is built.
     """
 
     def __init__(self, text: str, joins: list[int] | None = None, base_line: int = 0) -> None:
         self.text = text
         self._joins = joins or []  # offsets where a repair removed a line break (see paste_repair)
         self._base = base_line  # lines of the file before this text (a window of a larger file)
-        self.newlines = text.count("\n")  # how many line breaks the text holds
-        # sorted (offset, line number) checkpoints; the end is known from the newline count
-        self._known: list[tuple[int, int]] = [(0, 1), (len(text), self.newlines + 1)]
+        # sorted (offset, line number) checkpoints, one a megabyte, the end last
+        self._known: list[tuple[int, int]] = [(0, 1)]
+        line = 1
+        for start in range(0, len(text), CHECKPOINT_CHARS):
+            end = min(start + CHECKPOINT_CHARS, len(text))
+            line += text.count("\n", start, end)
+            self._known.append((end, line))
+        self.newlines = line - 1  # how many line breaks the text holds
 
     def line_number(self, offset: int) -> int:
         """The input's line number at `offset`: newlines before it, plus the breaks a repair removed."""
