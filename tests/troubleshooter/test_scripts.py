@@ -52,9 +52,15 @@ def test_there_are_paths_to_check(all_scripts):
     assert len(all_scripts) > 500
 
 
+SINGLE_QUOTED = re.compile(r"'[^'\n]*'")
+
+
 def distinct_bodies(all_scripts) -> list[Path]:
     """One script per distinct body: scripts that differ only in their comment lines (the answers and links
-    the header names) are the same program to shellcheck."""
+    the header names) or inside single quotes (the values a user's answers put there, shell-quoted) are the
+    same program to shellcheck at warning level, which never looks inside single quotes (its checks of their
+    contents, such as SC2016, are info level). Quoting itself stays visible: a broken quote leaves an
+    unmatched one behind, and tests/troubleshooter/test_injection.py runs the quoted values."""
     seen: dict[str, Path] = {}
     for _, text, path in all_scripts:
         body = "\n".join(
@@ -62,7 +68,7 @@ def distinct_bodies(all_scripts) -> list[Path]:
             for line in text.splitlines()
             if not line.lstrip().startswith("#") or line.startswith("#!") or "shellcheck" in line
         )
-        seen.setdefault(body, path)
+        seen.setdefault(SINGLE_QUOTED.sub("'…'", body), path)
     return list(seen.values())
 
 
