@@ -9,7 +9,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from kb.diagnosis.engine import CONFIDENT, Diagnosis
-from kb.diagnosis.verdict import MAX_GROUPS, failure_text, ranks_text
+from kb.diagnosis.verdict import failure_text, ranks_text
 from kb.diagnosis.versions import versions_text
 from kb.models import Case, case_url
 
@@ -110,7 +110,6 @@ CUT_WIDTH = 220  # a longer evidence line is cut around its highlight
 CONTEXT_LINES = 5
 EVIDENCE_ROWS = 8
 ODD_RANKS_SCANNED = 4
-SILENT_ROWS = 64
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _RANK_RE = re.compile(r"\[(?:rank|Rank|RANK)\s?(\d{1,6})\]|\brank (\d{1,6})\b")
 
@@ -353,6 +352,7 @@ def _rank_groups_snapshot(where: dict[str, Any], cases: dict[str, Case]) -> dict
                 "basis": group["basis"],
                 "state": group["state"],
                 "odd": group["odd"],
+                "labels": list(group.get("labels") or []),
                 "frames": list(group["frames"][:5]),
                 "case_title": case.title if case else "",
                 "because": group["because"] or "",
@@ -369,41 +369,11 @@ def _rank_groups_snapshot(where: dict[str, Any], cases: dict[str, Case]) -> dict
 
 
 def _verdict_snapshot(verdict) -> dict[str, Any]:
-    rows = []
-    for group in verdict.groups[:MAX_GROUPS]:
-        if group["state"] == "silent":
-            for rank in group["ranks"][:SILENT_ROWS]:
-                rows.append(
-                    {
-                        "label": f"rank {rank}",
-                        "where": "no timeout line: most likely where the job is stuck",
-                        "state": "silent",
-                        "odd": True,
-                        "count": 1,
-                    }
-                )
-            if len(group["ranks"]) > SILENT_ROWS:
-                rows.append(
-                    {
-                        "label": f"{len(group['ranks']) - SILENT_ROWS} more ranks",
-                        "where": "no timeout line",
-                        "state": "silent",
-                        "odd": True,
-                        "count": len(group["ranks"]) - SILENT_ROWS,
-                    }
-                )
-            continue
-        members = group["ranks"]
-        behind = [r for r in members if r in verdict.behind]
-        label = group["label"] if len(members) <= 2 else f"{len(members)} ranks ({group['label']})"
-        state = "behind" if behind else ("disagrees" if group.get("odd") and verdict.disagree else "timed out")
-        rows.append(
-            {"label": label, "where": group["where"], "state": state, "odd": bool(group.get("odd")), "count": len(members)}
-        )
+    """What "Where is every rank" shows beside the groups: the watchdog verdict in a sentence, and its per-rank
+    table."""
     agree = len([g for g in verdict.groups if g["state"] != "silent"]) == 1 and not verdict.silent
     return {
         "summary": verdict.summary,
-        "rows": rows,
         "agree": agree,
         "behind": list(verdict.behind),
         "silent": list(verdict.silent),

@@ -163,17 +163,17 @@ def diagnosis_text(result: dict) -> str:
         for evidence in match["evidence"][:6]:
             where = f"{evidence['file']}:" if "file" in evidence else ""
             out.append(f"   {where}{evidence['line']:>6}  {evidence['text'][:160]}")
-    if "ranks" in result:
-        out.append(f"\nRanks: {result['ranks']['summary']}")
-        groups = result["ranks"]["groups"]
-        if len(groups) > 1:
-            out.append("  " + " · ".join(f"{g['label']}: {g['where']}{' (odd one out)' if g['odd'] else ''}" for g in groups))
     if "rank_groups" in result:
         out.append("\nWhere is every rank: " + result["rank_groups"]["summary"])
+        if "ranks" in result:
+            out.append(f"  {result['ranks']['summary']}")
         for group in result["rank_groups"]["groups"]:
             link = f"  -> {group['fix_url']}" if group["fix_url"] else ""
             who = f" ({group['label']})" if group["count"] > 1 else ""
-            out.append(f"  {'*' if group['odd'] else ' '} {group['text']}{who}{link}")
+            labels = "".join(f" [{label}]" for label in group["labels"])
+            out.append(f"  {'*' if group['odd'] else ' '} {group['text']}{labels}{who}{link}")
+    elif "ranks" in result:
+        out.append(f"\nWhere is every rank: {result['ranks']['summary']}")
     if "flight_recorder" in result:
         out.append(f"\nFlight Recorder: {result['flight_recorder']['summary']}")
         for group in result["flight_recorder"]["groups"]:

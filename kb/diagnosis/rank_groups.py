@@ -51,7 +51,8 @@ def rank_groups_build(
     source_ranks: dict[str, int] | None = None,
 ) -> dict[str, Any] | None:
     """The groups, largest first, with `summary` (one line), `silent` (ranks with no timeout and no position)
-    and `missing` (ranks with no file and no line). None when fewer than two ranks are known: one rank has no
+    and `missing` (ranks with no file and no line); the watchdog verdict's own findings (a rank behind, ranks
+    in a different collective) are labels on their groups. None when fewer than two ranks are known: one rank has no
     "others" to be grouped against.
 
     `file_ranks`: rank -> bytes of that rank's files (from their paths); `matches`: the confident matches,
@@ -64,7 +65,7 @@ def rank_groups_build(
         if rank in placed:
             return
         placed[rank] = key
-        info.setdefault(key, {"odd": False, "frames": [], "facts": set(), **fields})
+        info.setdefault(key, {"odd": False, "frames": [], "facts": set(), "labels": [], **fields})
 
     for group in stack_groups:
         key = ("stack", tuple(group["frames"]))
@@ -103,6 +104,10 @@ def rank_groups_build(
             if key in info:
                 info[key]["odd"] |= bool(group.get("odd"))
                 behind = set(group["ranks"]) & set(verdict.behind)
+                if behind:
+                    info[key]["labels"].append("behind")
+                elif verdict.disagree and group.get("odd"):
+                    info[key]["labels"].append("different collective")
                 info[key]["facts"] |= (
                     ({"behind_ranks"} if behind else set())
                     | ({"ranks_disagree"} if verdict.disagree and group.get("odd") else set())
@@ -139,6 +144,7 @@ def rank_groups_build(
             "where": data["where"],
             "state": data["state"],
             "odd": odd,
+            "labels": data["labels"],  # what makes an odd group odd, in a word or two ("behind")
             "frames": data["frames"][:8],
         }
         group["place"] = _group_place(group)

@@ -76,8 +76,8 @@ def test_an_evidence_row_expands_to_its_context_and_ranks_are_grouped(browser_pa
     assert not first.locator("ol.context").is_visible()
     first.locator("summary").click()
     assert first.locator("ol.context li").count() == 11
-    groups = page.inner_text(".rank-groups")
-    assert "62 ranks" in groups and "rank 37" in groups and "rank 0: no timeout line" in groups
+    groups = page.inner_text(".where-groups")
+    assert "62 ranks" in groups and "Rank 37" in groups and "behind" in groups and "no timeout line" in groups
     page.locator(".evidence-row").first.scroll_into_view_if_needed()
     shot(page, "evidence-open", size)
 

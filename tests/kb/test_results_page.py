@@ -59,7 +59,7 @@ def diagnose_page(client, text: str) -> str:
 
 def test_the_answer_comes_before_the_evidence_and_the_ranks(client):
     page = diagnose_page(client, sixty_four_rank_log())
-    answer, evidence, ranks = page.find('id="answer"'), page.find('id="matches-h"'), page.find('id="verdict-h"')
+    answer, evidence, ranks = page.find('id="answer"'), page.find('id="matches-h"'), page.find('id="where-h"')
     assert -1 < answer < evidence < ranks
     head = page[answer:evidence]
     assert "Most likely cause" in head and "Do this first" in head
@@ -69,12 +69,21 @@ def test_the_answer_comes_before_the_evidence_and_the_ranks(client):
 
 def test_ranks_are_grouped_with_the_odd_ones_named(client):
     page = diagnose_page(client, sixty_four_rank_log(behind=37, silent=0))
-    groups = page[page.find('class="rank-groups"') :]
-    groups = groups[: groups.find("</ul>")]
-    assert "62 ranks" in groups
-    assert "<strong>rank 37</strong>" in groups and "behind" in groups
-    assert "<strong>rank 0</strong>: no timeout line" in groups
-    assert groups.count("<li") <= 4, "agreeing ranks are collapsed into one row"
+    groups = page[page.find('<ol class="where-groups">') :]
+    groups = groups[: groups.find("</ol>")].split('<li class="where-group')[1:]
+    assert len(groups) <= 4, "agreeing ranks are collapsed into one group"
+    assert '<span class="where-count">62 ranks</span>' in groups[0], "the largest group first"
+    (behind,) = [g for g in groups if "Rank 37</p>" in g]
+    assert ' odd"' in behind[:20] and '<span class="badge">behind</span>' in behind
+    (silent,) = [g for g in groups if "Rank 0</p>" in g]
+    assert "no timeout line" in silent and ' odd"' in silent[:20]
+
+
+def test_the_ranks_are_said_once(client):
+    """One view of where the ranks are: the verdict's sentence and table sit inside it, not in a second list."""
+    page = diagnose_page(client, sixty_four_rank_log(behind=37, silent=0))
+    assert page.count("had made the least progress") == 1
+    assert page.count('class="where-ranks"') == 1 and 'class="rank-table"' in page[page.find('class="where-ranks"') :]
 
 
 def test_evidence_is_one_row_per_line_with_reasons_in_words_and_the_odd_rank_first(client):
