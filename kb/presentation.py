@@ -409,6 +409,7 @@ def snapshot_view(snapshot: dict[str, Any]) -> dict[str, Any]:
         view["fix_url"] = f"{m['url']}#{m['fix_step'] or 'fix'}"
         positive = [s for s in m["signals"] if s["weight"] > 0]
         view["why"] = positive[0]["description"] if positive else ""
+        view["weighted"] = [s for s in m["signals"] if s["weight"]]  # what the confidence is made of
         view["evidence"] = []
         for row in m.get("evidence", []):
             start, end = (row.get("span") or [0, 0])[:2]

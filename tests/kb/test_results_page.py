@@ -168,3 +168,27 @@ def test_an_unmatched_paste_leaves_only_masked_templates(client):
     for private in ("worker-17", "bob", "carol", "ghp_abc", "10:00:01", "cfg.yaml"):
         assert private not in stored
     assert any(count == 2 for _, count in rows), rows
+
+
+def test_why_this_confidence_lists_only_the_signals_that_count():
+    """A signal of weight 0 adds nothing to the sentence, not even a separator."""
+    from kb.presentation import snapshot_view
+
+    snapshot = {
+        "matches": [
+            {
+                "slug": "x",
+                "title": "X",
+                "kind": "cause",
+                "confidence": 0.6,
+                "score": 5.0,
+                "url": "/kb/x/",
+                "fix_step": None,
+                "signals": [
+                    {"id": "a", "description": "First.", "weight": 5.0},
+                    {"id": "b", "description": "Counted nothing.", "weight": 0},
+                ],
+            }
+        ]
+    }
+    assert [s["id"] for s in snapshot_view(snapshot)["matches"][0]["weighted"]] == ["a"]
