@@ -33,6 +33,9 @@ MAX_HARMLESS = 20
 WINDOW_BYTES = 32 * 1024 * 1024
 WHOLE_READ_LIMIT = 64 * 1024 * 1024  # a file up to this size is read in one piece (no window copies)
 LOOKAHEAD_BYTES = 256 * 1024
+# A file written to within this many seconds may be a live log: it is read, not mapped, since a mapped file
+# that another process truncates (logrotate's copytruncate) kills the reader with SIGBUS.
+LIVE_SECONDS = 10
 LOOKBEHIND_BYTES = 4096  # lines before a window: a stack's heading ("=== rank 3 ===") may be just before it
 
 Source = Union[bytes, str, Path, BinaryIO]
@@ -88,12 +91,13 @@ def source_read(
     """Read one source (bytes, text, a path or a binary file object) window by window."""
     reading = FileReading(label=label)
     if isinstance(data, Path):
-        size = data.stat().st_size
-        if size > REPAIR_LIMIT:
-            whole = size <= min(WHOLE_READ_LIMIT, window_bytes * 2)
+        status = data.stat()
+        whole = status.st_size <= min(WHOLE_READ_LIMIT, window_bytes * 2)
+        if status.st_size > REPAIR_LIMIT and time.time() - status.st_mtime > LIVE_SECONDS:
             with _mapped(data, populate=whole) as mapped:  # the page cache itself: no copy before the decode
                 return _bytes_read(mapped, rules, reading, deadline, window_bytes, lookahead_bytes)
-        data = data.read_bytes()
+        if whole:
+            data = data.read_bytes()
     if isinstance(data, (bytes, bytearray)) and len(data) > REPAIR_LIMIT:
         return _bytes_read(data, rules, reading, deadline, window_bytes, lookahead_bytes)
     if isinstance(data, str) or (isinstance(data, (bytes, bytearray)) and (len(data) <= REPAIR_LIMIT and repair)):

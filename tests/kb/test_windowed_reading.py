@@ -2,6 +2,8 @@
 lines, facts, rank verdict, stacks, first failure and harmless lines (the streaming engine's contract)."""
 
 import io
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -82,14 +84,21 @@ def test_a_large_log_read_in_windows_whose_look_ahead_ends_mid_line_gives_the_wh
 
 
 @pytest.mark.parametrize("shape", ["plain", "progress bars and colour codes"])
-def test_a_mapped_file_gives_what_its_bytes_in_memory_give(rules, tmp_path, shape):
+def test_a_mapped_file_gives_what_its_bytes_in_memory_give(rules, tmp_path, shape, monkeypatch):
     """A file between the paste-repair limit and the whole-read limit is read from the page cache (mmap)."""
     fixture = (REPO / "tests" / "fixtures" / "logs" / "fsdp_rank2_behind_torch25.log").read_bytes()
     filler = b"step 1/2000 loss 1.23\n" if shape == "plain" else b"\x1b[32m 40%|####  | 800/2000\r 41%|####  | 820/2000\x1b[0m\n"
     data = filler * (9 * 1024 * 1024 // len(filler)) + fixture
     path = tmp_path / "job.log"
     path.write_bytes(data)
+    _age(path)
+    from kb.diagnosis import reading
+
+    mapped: list[Path] = []
+    original = reading._mapped
+    monkeypatch.setattr(reading, "_mapped", lambda p, **kw: mapped.append(p) or original(p, **kw))
     from_file = source_read(path, rules, label=None)
+    assert mapped == [path]
     in_memory = source_read(data, rules, label=None)
     assert summary(job_diagnose([from_file], rules, top=5)) == summary(job_diagnose([in_memory], rules, top=5))
     assert summary(job_diagnose([from_file], rules, top=5))["matches"]  # the fixture's timeout is found after 9 MB
@@ -115,7 +124,28 @@ def test_a_large_file_read_in_windows_from_its_mapping_gives_the_whole_read(rule
     data = b"step 1/2000 loss 1.23\n" * (9 * 1024 * 1024 // 22) + fixture
     path = tmp_path / "job.log"
     path.write_bytes(data)
+    _age(path)
     whole = source_read(data, rules, label=None, window_bytes=len(data) + 1)
     mapped = source_read(path, rules, label=None, window_bytes=1024 * 1024, lookahead_bytes=64 * 1024)
     assert summary(job_diagnose([mapped], rules, top=5)) == summary(job_diagnose([whole], rules, top=5))
     assert summary(job_diagnose([mapped], rules, top=5))["matches"]
+
+
+def _age(path: Path) -> None:
+    """A file last written a minute ago: not a live log, so it is mapped (see LIVE_SECONDS)."""
+    old = time.time() - 60
+    os.utime(path, (old, old))
+
+
+def test_a_file_written_seconds_ago_is_read_not_mapped(rules, tmp_path, monkeypatch):
+    """A live log may be truncated under the reader (logrotate's copytruncate): a mapped one would end the
+    process with SIGBUS."""
+    from kb.diagnosis import reading
+
+    fixture = (REPO / "tests" / "fixtures" / "logs" / "fsdp_rank2_behind_torch25.log").read_bytes()
+    path = tmp_path / "live.log"
+    path.write_bytes(b"step 1/2000 loss 1.23\n" * (9 * 1024 * 1024 // 22) + fixture)
+    mapped: list[Path] = []
+    monkeypatch.setattr(reading, "_mapped", lambda p, **kw: mapped.append(p) or pytest.fail("a live log was mapped"))
+    assert summary(job_diagnose([source_read(path, rules, label=None)], rules, top=5))["matches"]
+    assert mapped == []
