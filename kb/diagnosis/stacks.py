@@ -31,6 +31,7 @@ _FAULT_FRAME = re.compile(r'File "([^"\n]{1,500})", line \d+ in ([^\s]{1,200})')
 _PYSPY_FRAME = re.compile(r"^\s{2,}(\S{1,200}) \(([^()\s]{1,500}?)(?::\d+)?\)\s*$")
 _GDB_FRAME = re.compile(r"#(\d{1,4})\s+(?:0x[0-9a-fA-F]+ in )?([\w:~<>.@]{1,300}) \(")
 _GDB_WHERE = re.compile(r"\) (?:at ([^\s:]{1,300}):\d+|from (\S{1,300}))\s*$")
+_PYSPY_PREAMBLE = re.compile(r"Process \d+: |Python v\d|\s*$")
 _RANK_MENTION = re.compile(r"\brank[ _:=#]?(\d{1,5})\b", re.IGNORECASE)
 
 
@@ -194,16 +195,23 @@ def _gdb(offset: int, header: str, walker, stack: Stack, lines: LineLocator) -> 
 
 
 def _rank_nearby(text: str, start: int) -> int | None:
-    """A stack pasted under a heading such as '=== rank 3 ===' or 'py-spy dump of rank3': the heading's rank."""
-    before = text.rfind("\n", 0, max(0, start - 1))
-    window_start = start
-    for _ in range(2):
-        if before <= 0:
-            window_start = 0
-            break
-        window_start = before + 1
-        before = text.rfind("\n", 0, before)
-    window = text[window_start:start][-300:]
+    """A stack pasted under a heading such as '=== rank 3 ===' or 'py-spy dump of rank3': the heading's rank.
+
+    The heading is one of the two lines above the stack, not counting py-spy's own preamble ('Process N: ...',
+    'Python v3.x (...)' and the blank line after them), which sits between a heading and the first thread."""
+    window_end = start
+    end = start - 1 if start else 0
+    counted = skipped = 0
+    while counted < 2 and end > 0:
+        line_start = text.rfind("\n", 0, end) + 1
+        line = text[line_start:end]
+        if counted == 0 and skipped < 3 and _PYSPY_PREAMBLE.match(line):
+            skipped += 1
+            window_end = line_start
+        else:
+            counted += 1
+        end = line_start - 1 if line_start else 0
+    window = text[max(0, end) : window_end][-300:]
     mentions = _RANK_MENTION.findall(window)
     return int(mentions[-1]) if mentions else None
 

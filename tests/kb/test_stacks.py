@@ -91,3 +91,16 @@ def test_py_spy_dumps_of_many_ranks_are_grouped_by_where_they_wait():
         ("ranks 0–2", "torch/distributed/distributed_c10d.py:barrier", False),
         ("rank 3", "torch/serialization.py:write", True),
     ]
+
+
+def test_each_dump_of_the_rank_stacks_check_belongs_to_the_rank_in_its_header():
+    """content/scripts/debug.yaml's rank-stacks check writes '=== rank N (pid P) ===' above each py-spy dump."""
+    dumps = "".join(
+        f"=== rank {rank} (pid {pid}) ===\nProcess {pid}: python train.py\nPython v3.11.9 (/usr/bin/python3.11)\n\n"
+        f'Thread {pid} (idle): "MainThread"\n    all_reduce (torch/distributed/distributed_c10d.py:2501)\n'
+        for rank, pid in ((12, 7001), (13, 7002))
+    )
+    assert [(s.rank, s.frames[0]) for s in read(dumps)] == [
+        (12, "torch/distributed/distributed_c10d.py:all_reduce"),
+        (13, "torch/distributed/distributed_c10d.py:all_reduce"),
+    ]
