@@ -18,7 +18,7 @@ ContentCheck = Callable[[Path, "list[CaseDoc]"], "list[ContentError]"]
 FactsLink = Callable[[Mapping[str, Any]], "str | None"]
 
 _content_checks: list[str] = []  # dotted paths of ContentCheck functions
-_facts_links: list[str] = []  # dotted paths of FactsLink functions
+_facts_links: dict[str, list[str]] = {}  # purpose -> dotted paths of FactsLink functions
 
 
 def content_check_register(dotted_path: str) -> None:
@@ -26,9 +26,11 @@ def content_check_register(dotted_path: str) -> None:
         _content_checks.append(dotted_path)
 
 
-def facts_link_register(dotted_path: str) -> None:
-    if dotted_path not in _facts_links:
-        _facts_links.append(dotted_path)
+def facts_link_register(dotted_path: str, purpose: str = "wizard") -> None:
+    """`purpose`: "wizard" (continue the diagnosis with its answers) or "capture" (what to record next time)."""
+    links = _facts_links.setdefault(purpose, [])
+    if dotted_path not in links:
+        links.append(dotted_path)
 
 
 def content_checks_run(content_dir: Path, docs: list[CaseDoc]) -> list[ContentError]:
@@ -36,9 +38,9 @@ def content_checks_run(content_dir: Path, docs: list[CaseDoc]) -> list[ContentEr
     return [error for check in checks for error in check(content_dir, docs)]
 
 
-def facts_link(facts: Mapping[str, Any]) -> str | None:
-    """Where a diagnosis can continue with its facts (the first registered app that offers a link)."""
-    for path in _facts_links:
+def facts_link(facts: Mapping[str, Any], purpose: str = "wizard") -> str | None:
+    """Where a diagnosis can continue with its facts, for a purpose (the first registered app that offers one)."""
+    for path in _facts_links.get(purpose, []):
         link: FactsLink = import_string(path)
         url = link(facts)
         if url:

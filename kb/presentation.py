@@ -202,6 +202,7 @@ def result_snapshot(
     *,
     hits: list | None = None,
     wizard_url: str | None = None,
+    capture_url: str | None = None,
     notes: list[str] | None = None,
 ) -> dict[str, Any]:
     """Everything the result page shows, as plain data: what Share stores (after redaction)."""
@@ -302,6 +303,7 @@ def result_snapshot(
         if not matches
         else [],
         "wizard_url": wizard_url or "",
+        "capture_url": capture_url or "",
         "hosts": [str(h) for h in diagnosis.facts.get("hosts", [])] if isinstance(diagnosis.facts.get("hosts"), list) else [],
     }
 
@@ -446,6 +448,7 @@ def snapshot_view(snapshot: dict[str, Any]) -> dict[str, Any]:
         "stats": snapshot.get("stats", {}),
         "hits": snapshot.get("hits", []),
         "wizard_url": snapshot.get("wizard_url", ""),
+        "capture_url": snapshot.get("capture_url", ""),
     }
 
 

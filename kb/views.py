@@ -144,7 +144,11 @@ def _results(request: HttpRequest, search_text: str, job: JobInput, *, pasted: b
     except IndexMissing:
         hits = []
     wizard_url = facts_link(diagnosis.facts) if diagnosis.facts else None
-    snapshot = result_snapshot(diagnosis, sources, hits=hits, wizard_url=wizard_url, notes=job.notes)
+    # Evidence that does not explain the hang: offer the script that records what the next run needs.
+    capture_url = (
+        None if diagnosis.confident and diagnosis.confident[0].kind == "cause" else facts_link(diagnosis.facts, "capture")
+    )
+    snapshot = result_snapshot(diagnosis, sources, hits=hits, wizard_url=wizard_url, capture_url=capture_url, notes=job.notes)
     context = {"result": snapshot_view(snapshot), "hits": snapshot["hits"], "wizard_url": wizard_url}
     context.update(result_context(request, snapshot, sources, pasted=pasted))
     return context

@@ -11,3 +11,4 @@ class TroubleshooterConfig(AppConfig):
 
         content_check_register("troubleshooter.library.trees_check")
         facts_link_register("troubleshooter.links.wizard_url_for_facts")
+        facts_link_register("troubleshooter.links.capture_url_for_facts", purpose="capture")

@@ -37,9 +37,20 @@ def wizard_url_for_facts(facts: Mapping[str, Any]) -> str | None:
     library = library_published()
     best: tuple[int, str] | None = None
     for tree_id in sorted(library.trees):
+        if library.trees[tree_id].purpose != "diagnose":
+            continue
         count = len(answers_from_facts(library.trees[tree_id], dict(facts)))
         if best is None or count > best[0]:
             best = (count, tree_id)
     if best is None:
         return None
     return state_url(best[1], state_from_facts(library.trees[best[1]], facts))
+
+
+def capture_url_for_facts(facts: Mapping[str, Any]) -> str | None:
+    """The tree that records what the next hang needs (`purpose: capture`), with what the log already answers
+    (the stacks and Flight Recorder dumps it holds, its launcher and PyTorch), so the script it ends in asks
+    only for what is missing. None when no such tree is loaded."""
+    trees = library_published().trees
+    tree = next((trees[tree_id] for tree_id in sorted(trees) if trees[tree_id].purpose == "capture"), None)
+    return state_url(tree.id, state_from_facts(tree, facts)) if tree is not None else None

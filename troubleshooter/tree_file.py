@@ -129,8 +129,17 @@ LEAF_FIELDS = {
 }
 NODE_FIELDS = {"choice": CHOICE_QUESTION_FIELDS, "value": VALUE_QUESTION_FIELDS, "leaf": LEAF_FIELDS}
 NODE_TYPES = tuple(NODE_FIELDS)
+# What a tree is for, so the diagnosis page links each kind where it helps (troubleshooter/links.py).
+TREE_PURPOSES = ("diagnose", "capture")
+
+
+def _purpose_check(value: str) -> str | None:
+    return None if value in TREE_PURPOSES else f"purpose is one of: {', '.join(TREE_PURPOSES)}"
+
+
 TREE_FIELDS = {
     "id": Field("string", required=True),
+    "purpose": Field("string", check=_purpose_check),
     "title": Field("string", required=True),
     "summary": Field("string", required=True),
     "start": Field("string", required=True),
@@ -169,6 +178,7 @@ def _tree_build(data: dict, shown: str) -> Tree:
         start=data["start"],
         nodes={node_id: _node_build(node_id, node) for node_id, node in data["nodes"].items()},
         path=shown,
+        purpose=data.get("purpose") or "diagnose",
     )
 
 

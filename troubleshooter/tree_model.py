@@ -77,6 +77,7 @@ class Tree:
     start: str
     nodes: dict[str, Question | Leaf]
     path: str  # the file, as shown in errors
+    purpose: str = "diagnose"  # diagnose: explains a hang; capture: records what the next one needs
 
     def question(self, node_id: str) -> Question | None:
         node = self.nodes.get(node_id)

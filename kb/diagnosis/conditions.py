@@ -56,6 +56,8 @@ FACTS: dict[str, tuple[str, str]] = {
     ),
     "first_failure_rank": ("int", "the rank of the earliest failure, when the log says"),
     "stack_frames": ("strs", "innermost frames of the pasted stacks, as path:function"),
+    "rank_stacks": ("str", "'present' when the log holds stacks that show where processes wait (py-spy, faulthandler, gdb)"),
+    "flight_recorder": ("str", "'present' when Flight Recorder evidence was read (dumps, or the analyzer's report)"),
     "nccl_tests": ("str", "nccl-tests output: header-only (it printed its header and no result row) or results"),
     "p2p_check": ("str", "CUDA samples peer-to-peer test: failed or passed"),
     "shm_size_mb": ("int", "size of /dev/shm in a pasted df line, in MiB"),

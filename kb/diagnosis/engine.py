@@ -204,6 +204,10 @@ def job_diagnose(
             facts["stack_collectives"] = collectives
             if len(collectives) > 1:
                 facts["ranks_disagree"] = True
+    if any(stack.kind != "traceback" or not failure_exception(stack) for stack, _ in all_stacks):
+        facts["rank_stacks"] = "present"  # what a hang's next capture need not ask for again
+    if recorder is not None or any(key.startswith("fr_") for key in facts):
+        facts["flight_recorder"] = "present"
     if failure:
         facts["first_failure"] = failure.kind
         if failure.rank is not None:
