@@ -35,6 +35,8 @@ FACT_LABELS = {
     "hosts": "Hosts",
     "process_groups": "Process groups",
     "store_timeout_s": "Store timeout (s)",
+    "timeout_set_s": "Timeout the framework was set to (s)",
+    "timeout_not_applied": "That timeout did not reach the process group",
     "stages_done": "Stages completed",
     "silent_ranks": "Silent ranks",
     "behind_ranks": "Ranks behind",
@@ -293,6 +295,7 @@ def result_snapshot(
         "facts": [list(row) for row in fact_rows(diagnosis.facts)],
         "verdict": _verdict_snapshot(verdict) if verdict else None,
         "rank_groups": _rank_groups_snapshot(diagnosis.rank_groups, cases) if diagnosis.rank_groups else None,
+        "timeouts": _timeouts_snapshot(diagnosis.timeouts) if diagnosis.timeouts else None,
         "notes": list(notes or [])[:20],
         "stats": dict(diagnosis.stats),
         "hits": [
@@ -335,6 +338,16 @@ def _near_miss(best: dict, causes: list[dict], cases: dict[str, Case]) -> dict[s
         "url": runner["url"],
         "confirm": confirm,
         "rule_out": rule_out,
+    }
+
+
+def _timeouts_snapshot(timeouts: dict[str, Any]) -> dict[str, Any]:
+    """The limits without their log lines (a launch line can carry a token): a shared report keeps line numbers."""
+    keep = ("kind", "setting", "duration", "line", "source", "fired", "bounds")
+    return {
+        "summary": timeouts["summary"],
+        "limits": [{key: limit[key] for key in keep} for limit in timeouts["limits"]],
+        "notes": list(timeouts["notes"]),
     }
 
 
@@ -444,6 +457,7 @@ def snapshot_view(snapshot: dict[str, Any]) -> dict[str, Any]:
         "facts": snapshot.get("facts", []),
         "verdict": snapshot.get("verdict"),
         "rank_groups": snapshot.get("rank_groups"),
+        "timeouts": snapshot.get("timeouts"),
         "notes": snapshot.get("notes", []),
         "stats": snapshot.get("stats", {}),
         "hits": snapshot.get("hits", []),
@@ -471,6 +485,8 @@ def snapshot_markdown(snapshot: dict[str, Any], url: str = "") -> str:
         out.append(f"**First failure:** {view['failure']}")
     if view["verdict"]:
         out += ["", f"**Ranks:** {view['verdict']['summary']}"]
+    if view["timeouts"]:
+        out += ["", f"**Timeouts:** {view['timeouts']['summary']}"] + [f"- {note}" for note in view["timeouts"]["notes"]]
     if best and best["evidence"]:
         out += ["", "Evidence:", "", "```"]
         out += [f"{(r['source'] + ':') if r.get('source') else ''}{r['line']}: {r['text'][:300]}" for r in best["evidence"][:6]]

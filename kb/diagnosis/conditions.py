@@ -50,6 +50,12 @@ FACTS: dict[str, tuple[str, str]] = {
     "te_version": ("version", "TransformerEngine release"),
     "kernel_version": ("version", "Linux kernel release"),
     "store_timeout_s": ("int", "TCPStore wait that timed out, in seconds"),
+    "timeout_set_s": (
+        "int",
+        "the collective timeout a framework was set to (Trainer ddp_timeout, Megatron-LM --distributed-timeout-minutes, "
+        "DEEPSPEED_TIMEOUT), in seconds",
+    ),
+    "timeout_not_applied": ("bool", "the process group's timeout in the log is not the one the framework was set to"),
     "first_failure": (
         "str",
         "the kind of the earliest failure: sigkill, oom-kill, signal, cuda-error, ecc-error, exception, exit",

@@ -94,6 +94,8 @@ def diagnosis_json(diagnosis: Diagnosis, catalog: Catalog, *, notes: list[str] |
             "summary": failure_text(failure),
             **({"file": failure.source} if failure.source else {}),
         }
+    if diagnosis.timeouts is not None:
+        body["timeouts"] = diagnosis.timeouts
     if diagnosis.stack_groups:
         body["stacks"] = {"groups": diagnosis.stack_groups}
     if diagnosis.recorder is not None:
@@ -174,6 +176,14 @@ def diagnosis_text(result: dict) -> str:
             out.append(f"  {'*' if group['odd'] else ' '} {group['text']}{labels}{who}{link}")
     elif "ranks" in result:
         out.append(f"\nWhere is every rank: {result['ranks']['summary']}")
+    if "timeouts" in result and (result["timeouts"]["notes"] or len(result["timeouts"]["limits"]) > 1):
+        out.append(f"\nTimeouts: {result['timeouts']['summary']}")
+        for limit in result["timeouts"]["limits"]:
+            where = f"{limit['source']}:" if limit["source"] else ""
+            value = limit["duration"] or "time limit"
+            out.append(f"  {value:<16} {limit['setting']}{' (fired)' if limit['fired'] else ''}  line {where}{limit['line']}")
+        for note in result["timeouts"]["notes"]:
+            out.append(f"  ! {note}")
     if "flight_recorder" in result:
         out.append(f"\nFlight Recorder: {result['flight_recorder']['summary']}")
         for group in result["flight_recorder"]["groups"]:

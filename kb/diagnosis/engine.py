@@ -29,6 +29,7 @@ from kb.diagnosis.reading import (
 from kb.diagnosis.rules import Rules
 from kb.diagnosis.signatures import MAX_COUNTED_LINES
 from kb.diagnosis.stacks import Stack, stack_collectives
+from kb.diagnosis.timeouts import TimeoutSeen, timeouts_merge, timeouts_summary
 from kb.diagnosis.rank_groups import rank_groups_build
 from kb.diagnosis.verdict import RankVerdict, rank_verdict, stack_groups, verdict_facts
 from kb.diagnosis.versions import version_in, versions_overlap
@@ -70,6 +71,7 @@ class Diagnosis:
     stack_groups: list[dict] = field(default_factory=list)
     recorder: FlightRecorderReading | None = None
     rank_groups: dict[str, Any] | None = None  # where every rank is (kb/diagnosis/rank_groups.py)
+    timeouts: dict[str, Any] | None = None  # the limits the log shows, first to fire first (kb/diagnosis/timeouts.py)
 
     @property
     def confident(self) -> list[CaseMatch]:
@@ -165,6 +167,7 @@ def job_diagnose(
     all_stacks: list[tuple[Stack, str | None]] = []
     failures: list[Failure] = []
     harmless: list[Harmless] = []
+    limits: list[TimeoutSeen] = []
     for reading in readings:
         for slug, entry in reading.per_case.items():
             into = per_case.setdefault(slug, {"signals": {}, "evidence": []})
@@ -184,9 +187,12 @@ def job_diagnose(
         if reading.failure:
             failures.append(reading.failure)
         harmless += [h for h in reading.harmless if len(harmless) < MAX_HARMLESS]
+        timeouts_merge(limits, reading.timeouts, reading.label)
 
     if len(facts.get("nccl_versions") or []) > 1 or {"<2.24", ">=2.24"} <= set(facts.get("nccl_band") or []):
         facts["nccl_builds_differ"] = True  # nodes (or containers) run different NCCL builds
+    timeouts, timeout_facts = timeouts_summary(limits)
+    facts.update(timeout_facts)
     job_rank_facts = rank_facts(all_ranks)
     facts.update(job_rank_facts)
     if recorder is not None:
@@ -259,6 +265,7 @@ def job_diagnose(
         stack_groups=groups_of_stacks,
         recorder=recorder,
         rank_groups=where,
+        timeouts=timeouts,
     )
 
 

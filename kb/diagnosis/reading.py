@@ -26,6 +26,7 @@ from kb.diagnosis.rules import Rules
 from kb.diagnosis.scanning import TextScanner
 from kb.diagnosis.signatures import MAX_COUNTED_LINES, signature_hits
 from kb.diagnosis.stacks import Stack, stacks_extract
+from kb.diagnosis.timeouts import TimeoutSeen, timeouts_extract, timeouts_merge
 from kb.diagnosis.text import REPAIR_LIMIT, LineLocator, log_clean, paste_repair
 
 EVIDENCE_PER_SIGNAL = 3
@@ -69,6 +70,7 @@ class FileReading:
     facts: dict[str, Any] = field(default_factory=dict)
     ranks: dict[int, RankState] = field(default_factory=dict)
     stacks: list[Stack] = field(default_factory=list)
+    timeouts: list[TimeoutSeen] = field(default_factory=list)
     failure: Failure | None = None
     harmless: list[Harmless] = field(default_factory=list)
     repairs: list[str] = field(default_factory=list)
@@ -339,6 +341,7 @@ def _window_read(
         if known is not state and state.fp_seq is not None:
             known.fp_seq, known.fp_op = state.fp_seq, state.fp_op  # a later window's last fingerprint wins
     reading.stacks += stacks
+    timeouts_merge(reading.timeouts, timeouts_extract(scanner, lines, start, limit), None)
     reading.failure = reading.failure or failure
     if core_end is None:
         reading.lines += lines.line_count()
