@@ -25,7 +25,7 @@ from typing import Any
 from kb.diagnosis.scanning import TextScanner, required_literals
 from kb.diagnosis.text import LineLocator
 
-PG_TIMEOUT = "the process group's timeout (timeout= of init_process_group or new_group)"
+PG_TIMEOUT = "the process group's timeout"
 MAX_LINES_PER_RULE = 64  # watchdog lines repeat once per rank; the first few say all there is
 MAX_SEEN = 32
 SLURM_TIME = r"(?:\d{1,4}-)?\d{1,6}(?::\d{1,2}){0,2}"
@@ -75,7 +75,7 @@ LITERALS: tuple[str, ...] = tuple(dict.fromkeys(lit for rule in RULES for lit in
 
 # What each kind of limit bounds, said once for the page, the JSON and the command line.
 BOUNDS = {
-    "collective": "one collective of the process group; the watchdog aborts the job when it runs out",
+    "collective": "each collective of the group (timeout= of init_process_group or new_group); the watchdog aborts the job when it runs out",
     "framework": "the timeout the framework passes to init_process_group when it creates the process group",
     "heartbeat": "the watchdog thread itself: it ends a process whose watchdog is stuck (in a CUDA or NCCL call), not a slow collective",
     "startup": "joining the job at start-up (the store and the rendezvous), not collectives",

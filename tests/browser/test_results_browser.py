@@ -167,3 +167,26 @@ def test_a_paste_and_a_file_are_refused_with_a_message(browser_page, size, tmp_p
     page.click("form.diagnose-form button[type=submit]")
     page.wait_for_selector("#results .error-message")
     assert "never merged" in page.inner_text("#results")
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_an_unexplained_hang_shows_its_timeouts_and_leads_to_the_capture_script(browser_page, size):
+    """The timeouts table fits the phone's width, and the capture link opens the capture tree with the log's
+    launcher answered, ending in a script to download."""
+    from tests.kb.test_timeouts import TRAINING_ARGS, WATCHDOG
+
+    page = browser_page.page
+    log = "+ torchrun --nproc_per_node 2 train.py\n" + TRAINING_ARGS.format(seconds=5400) + WATCHDOG.format(ms=600000, ran=600083)
+    diagnose(page, browser_page.base_url, size, log)
+    page.wait_for_selector("#timeouts-h")
+    note = page.inner_text(".timeouts-note")
+    assert "ddp_timeout" in note and "did not reach it" in note
+    overflow = page.evaluate("() => document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 0, f"the page scrolls sideways by {overflow}px"
+    page.locator("#timeouts").scroll_into_view_if_needed()
+    shot(page, "timeouts", size)
+    page.locator("p.capture a").click()
+    page.wait_for_selector("h1, h2")
+    assert "/troubleshoot/capture/" in page.url and "launcher=torchrun" in page.url
+    shot(page, "capture-first-question", size)
+    assert browser_page.console_errors == []

@@ -71,3 +71,26 @@ def test_the_troubleshooter_link_never_leads_to_the_capture_tree():
     facts = {"launcher": "torchrun", "torch_version": "2.6.0", "rank_stacks": "present", "flight_recorder": "present"}
     assert urlsplit(capture_url_for_facts(facts)).path == "/troubleshoot/capture/"
     assert urlsplit(wizard_url_for_facts(facts)).path == "/troubleshoot/hang/"
+
+
+def test_each_capture_leaf_cites_the_triage_steps_of_what_its_script_records():
+    """A leaf's fix steps are the triage guide's sections on the evidence its script parts collect, no more."""
+    from django.conf import settings
+
+    from troubleshooter.library import library_read
+    from troubleshooter.tree_model import Leaf
+
+    subject = {
+        "rank-stacks": "stacks",
+        "flight-recorder": "Flight Recorder",
+        "nccl-ras": "NCCL which ranks",
+        "nccl-debug-triage": "transport",
+    }
+    guide = (settings.CONTENT_DIR / "cases" / "nccl-watchdog-timeout-triage.md").read_text()
+    titles = dict((anchor, title) for title, anchor in re.findall(r"^### \d+\. (.+) \{#(fix-\d+)\}$", guide, re.M))
+    tree = library_read(settings.CONTENT_DIR).trees["capture"]
+    for leaf in (node for node in tree.nodes.values() if isinstance(node, Leaf)):
+        cited = [titles[step] for step in leaf.fix_steps]
+        wanted = [subject[part] for part in leaf.script]
+        assert all(any(word in title for title in cited) for word in wanted), (leaf.id, cited)
+        assert all(any(word in title for word in wanted) for title in cited), (leaf.id, cited)
