@@ -11,7 +11,8 @@ never completes, and when a framework setting did not reach the process group th
 Wordings, from the emitting code: ProcessGroupNCCL's watchdog line and its INFO lines "ProcessGroupNCCL
 initialization options: ... TIMEOUT(ms): N" and "ProcessGroupNCCL environments: ...
 TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC: N" (printed with TORCH_CPP_LOG_LEVEL=INFO; the heartbeat field from 2.2);
-"watchdog got stuck for N seconds" (heartbeat monitor, 2.3 on); the TrainingArguments print (`ddp_timeout=N,`);
+"watchdog got stuck for N seconds" (heartbeat monitor, 2.3 on); gloo's "Timed out waiting Nms for recv operation
+to complete" and ProcessGroupGloo's "failed to pass monitoredBarrier in N ms"; the TrainingArguments print (`ddp_timeout=N,`);
 Megatron-LM's argument table (`distributed_timeout_minutes ..... N`); TCPStore's "Timed out after N seconds
 waiting for clients" and "wait timeout after Nms"; Slurm's "DUE TO TIME LIMIT".
 """
@@ -51,6 +52,9 @@ def _rule(kind: str, setting: str, pattern: str, unit: float = 1.0, fired: bool 
 RULES: tuple[TimeoutRule, ...] = (
     _rule("collective", PG_TIMEOUT, r"WorkNCCL\([^)\n]{0,300}?Timeout\(ms\)=(\d{1,12})\) ran for", 0.001, True),
     _rule("collective", PG_TIMEOUT, r"ProcessGroupNCCL initialization options: [^\n]{0,200}?TIMEOUT\(ms\): (\d{1,12})", 0.001),
+    # Gloo (CPU) groups: gloo's transport reports the group's timeout when a send or receive runs out.
+    _rule("collective", PG_TIMEOUT, r"Timed out waiting (\d{1,12})ms for (?:recv|send) operation to complete", 0.001, True),
+    _rule("collective", "monitored_barrier's timeout", r"failed to pass monitoredBarrier in (\d{1,12}) ms", 0.001, True),
     _rule("framework", "ddp_timeout (transformers Trainer)", r"(?<![\w.])ddp_timeout=(\d{1,9}),"),
     _rule("framework", "ddp_timeout (transformers Trainer)", r"--ddp[_-]timeout[= ](\d{1,9})\b"),
     _rule("framework", "--distributed-timeout-minutes (Megatron-LM)", r"\bdistributed_timeout_minutes \.{2,60} (\d{1,6})\b", 60),

@@ -166,3 +166,12 @@ def test_a_start_up_limit_alone_is_said_to_have_run_out_without_claiming_a_colle
 def test_a_single_limit_that_says_nothing_new_gets_no_section_on_the_page(client):
     page = client.post("/diagnose", {"log": WATCHDOG.format(ms=600000, ran=600001)}).content.decode()
     assert 'id="timeouts-h"' not in page
+
+
+def test_a_gloo_group_s_timeout_is_read_from_real_torch_output(rules):
+    """tests/fixtures/generators: two ranks on gloo with a 10 s group timeout, rank 1 silent (torch 2.8.0)."""
+    from pathlib import Path
+
+    log = Path(__file__).resolve().parent.parent / "fixtures/logs/generated/allreduce-rank1-silent-gloo-timeout-torch280.log"
+    result = log_diagnose([("job.log", log)], rules)
+    assert result.timeouts["first"]["seconds"] == 10 and result.timeouts["first"]["fired"]
