@@ -137,6 +137,8 @@ def job_read(
 def _read_item(item, limits: _Limits, notes: list[str]) -> list[tuple[str, bytes]]:
     if isinstance(item, tuple):
         name, data = item
+        if hasattr(data, "read"):  # an uploaded file with its path inside the folder the user chose
+            return _maybe_archive(_member_path(str(name), limits, "The folder has a file", "the folder"), data, limits, notes)
         return _maybe_archive(str(name), io.BytesIO(bytes(data)), limits, notes)
     if isinstance(item, (str, os.PathLike)):
         path = Path(item)
@@ -240,21 +242,19 @@ def _read_bounded(handle: IO[bytes], name: str, limits: _Limits, declared: int |
     return b"".join(chunks)
 
 
-def _member_path(name: str, limits: _Limits) -> str:
+def _member_path(name: str, limits: _Limits, what: str = "The archive has a member", within: str = "the archive") -> str:
     """The member's path, normalised, or JobInputError for an absolute path, a `..` component or a path
     nested deeper than the limit."""
     cleaned = name.replace("\\", "/")
     if cleaned.startswith("/") or re.match(r"^[A-Za-z]:", cleaned):
-        raise JobInputError(f"The archive has a member with an absolute path ('{_shown(name)}'); refusing it.")
+        raise JobInputError(f"{what} with an absolute path ('{_shown(name)}'); refusing it.")
     parts = [p for p in cleaned.split("/") if p not in ("", ".")]
     if ".." in parts:
-        raise JobInputError(f"The archive has a member whose path leaves the archive ('{_shown(name)}'); refusing it.")
+        raise JobInputError(f"{what} whose path leaves {within} ('{_shown(name)}'); refusing it.")
     if len(parts) > limits.depth:
-        raise JobInputError(
-            f"The archive has a member nested {len(parts)} folders deep ('{_shown(name)}'), over the limit of {limits.depth}."
-        )
+        raise JobInputError(f"{what} nested {len(parts)} folders deep ('{_shown(name)}'), over the limit of {limits.depth}.")
     if any("\x00" in p for p in parts):
-        raise JobInputError("The archive has a member name with a NUL byte; refusing it.")
+        raise JobInputError(f"{what} name with a NUL byte; refusing it.")
     return "/".join(parts)
 
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import tempfile
 
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler
 from django.http import HttpRequest, QueryDict
 
-from kb.job_input import MAX_MEMBER_BYTES, JobFile, JobInput, job_read, looks_like_archive, size_text
+from kb.job_input import MAX_MEMBER_BYTES, JobFile, JobInput, JobInputError, job_read, looks_like_archive, size_text
 
 
 class SpooledUploadHandler(FileUploadHandler):
@@ -84,8 +84,8 @@ def job_from_request(request: HttpRequest, *, allow_raw_body: bool = False) -> J
                 sources = [("body", body)] if body.strip() else []
         elif content_type.startswith(("multipart/form-data", "application/x-www-form-urlencoded")):
             sources = []
-            uploads = request.FILES.getlist("file")
-            if sum(upload.size for upload in uploads) > limit:
+            uploads = request.FILES.getlist("file") + _folder_uploads(request)
+            if sum(upload.size for _, upload in _named(uploads)) > limit:
                 raise LogTooLarge(limit)
             text = request.POST.get("log", "")
             if text.strip() and uploads:
@@ -110,6 +110,11 @@ def job_from_request(request: HttpRequest, *, allow_raw_body: bool = False) -> J
             sources = []
     except RequestDataTooBig:
         raise LogTooLarge(limit) from None
+    except TooManyFilesSent:
+        raise JobInputError(
+            f"The upload holds more than {settings.DATA_UPLOAD_MAX_NUMBER_FILES} files: upload the log folder as "
+            "one .tar.gz, .tar or .zip instead."
+        ) from None
     if sum(len(data) for _, data in sources) > limit:
         raise LogTooLarge(limit)
     if not sources:
@@ -118,6 +123,22 @@ def job_from_request(request: HttpRequest, *, allow_raw_body: bool = False) -> J
     if looks_like_archive(data):
         return _job_checked(job_read([(name, data)], **_job_limits()))
     return JobInput(files=[JobFile(name=name, data=data)])
+
+
+def _folder_uploads(request: HttpRequest) -> list:
+    """The files of a chosen folder, each with its path inside the folder when the page sent those paths
+    (static/js/site.js copies each file's webkitRelativePath into a `folder_path` field, in the same order):
+    torchrun's `<rank>/stdout.log` then keeps the folder that names its rank. Without them, bare names."""
+    files = request.FILES.getlist("folder")
+    paths = request.POST.getlist("folder_path")
+    if len(paths) != len(files) or any(not path or path.rsplit("/", 1)[-1] != upload.name for path, upload in zip(paths, files)):
+        return files
+    return list(zip(paths, files))
+
+
+def _named(uploads: list) -> list:
+    """(name, upload) for each upload, whether or not it came with its folder path."""
+    return [item if isinstance(item, tuple) else (item.name, item) for item in uploads]
 
 
 def _job_limits() -> dict[str, int]:

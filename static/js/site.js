@@ -324,4 +324,22 @@
       });
     });
   });
+
+  // A chosen log folder: the upload itself carries bare file names, so each file's path inside the folder goes
+  // along in a `folder_path` field, in the files' order (kb/log_input.py reads the two together). torchrun's
+  // <rank>/stdout.log then keeps the folder that names its rank.
+  document.addEventListener("change", function (event) {
+    var input = event.target;
+    if (!input.matches || !input.matches("input[type=file][name=folder]") || !input.form) { return; }
+    var form = input.form;
+    form.querySelectorAll("input.folder-path").forEach(function (old) { old.remove(); });
+    Array.prototype.forEach.call(input.files, function (file) {
+      var path = document.createElement("input");
+      path.type = "hidden";
+      path.name = "folder_path";
+      path.className = "folder-path";
+      path.value = file.webkitRelativePath || file.name;
+      form.appendChild(path);
+    });
+  });
 })();

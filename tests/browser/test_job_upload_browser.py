@@ -61,3 +61,21 @@ def test_an_uploaded_job_shows_where_every_rank_is_without_javascript(browser_pa
     page.wait_for_load_state()
     assert page.url.endswith("/diagnose")
     check_groups(page)
+
+
+def test_a_chosen_log_folder_keeps_the_sub_folders_that_name_the_ranks(browser_page, tmp_path):
+    """Django keeps only a file's bare name; the page sends each file's path inside the folder beside it, so
+    torchrun's <rank>/stdout.log still says which rank it is (four files are all called stdout.log)."""
+    folder = tmp_path / "logs"
+    for name, data in torchrun_job(silent=0).items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+    page = browser_page.page
+    page.set_viewport_size(PHONE)
+    page.goto(browser_page.base_url + "/")
+    page.set_input_files("#folder", str(folder))
+    assert page.locator("input.folder-path").count() == 8
+    page.click("form.diagnose-form button[type=submit]")
+    page.wait_for_selector("#where .where-group")
+    check_groups(page)
+    assert browser_page.console_errors == []

@@ -218,3 +218,52 @@ def test_an_upload_over_the_size_limit_names_the_limit(client, settings):
     settings.KB_MAX_LOG_BYTES = 4096
     response = client.post("/api/diagnose", {"file": upload("job.tar.gz", b"\x1f\x8b" + b"\x00" * 8000)})
     assert response.status_code == 413 and "4096 bytes" in response.json()["error"]
+
+
+def _folder_form(files: dict[str, bytes], paths: list[str] | None = None) -> dict:
+    """What the page's folder picker sends: bare-named files, and each file's path in `folder_path`."""
+    names = list(files)
+    return {
+        "folder": [upload(name.rsplit("/", 1)[-1], files[name]) for name in names],
+        "folder_path": names if paths is None else paths,
+    }
+
+
+def test_a_chosen_folder_keeps_the_sub_folders_that_name_each_rank(client):
+    response = client.post("/diagnose", _folder_form(torchrun_job(silent=0)))
+    assert response.status_code == 200
+    assert (
+        where_summary(response.content.decode())
+        == "3 ranks in ALLREDUCE #1 (timed out) · rank 0: printed output, but no timeout line"
+    )
+
+
+def test_a_folder_path_that_leaves_the_folder_is_refused_with_a_message(client):
+    files = {"logs/0/stdout.log": b"[rank0]: step 1\n"}
+    response = client.post("/api/diagnose", _folder_form(files, ["../../etc/stdout.log"]))
+    assert response.status_code == 400 and "path leaves the folder" in response.json()["error"]
+
+
+def test_folder_paths_that_do_not_match_the_files_are_ignored_not_trusted(client):
+    """Paths whose last part is not the file's own name (a stale field, a hand-made form) fall back to names."""
+    files = torchrun_job(silent=0)
+    result = client.post("/api/diagnose", _folder_form(files, [f"x/{i}/other.log" for i in range(len(files))])).json()
+    assert result["matches"][0]["slug"] == TOP_CASE
+    assert result["rank_groups"]["summary"] == "3 ranks in ALLREDUCE #1 (timed out) · rank 0: no timeout line"
+
+
+def test_a_64_rank_log_folder_of_129_files_is_accepted(client):
+    """Django's default of 100 files per request refused a 64-rank torchrun --log-dir."""
+    files = {
+        f"{RUN}/{rank}/{name}": f"[rank{rank}]: step 1\n".encode() for rank in range(64) for name in ("stdout.log", "stderr.log")
+    }
+    files[f"{RUN}/error.json"] = b"{}"
+    response = client.post("/api/diagnose", _folder_form(files))
+    assert response.status_code == 200, response.content[:300]
+
+
+def test_more_files_than_the_request_limit_are_refused_with_a_message(client, settings):
+    settings.DATA_UPLOAD_MAX_NUMBER_FILES = 10
+    uploads = [upload(f"rank{r}.log", b"[rank0]: step 1\n") for r in range(11)]
+    response = client.post("/diagnose", {"file": uploads})
+    assert response.status_code == 400 and "more than 10 files" in html.unescape(response.content.decode())
