@@ -5,10 +5,12 @@ the output can be pasted back and every stack lands on its rank."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -59,13 +61,14 @@ def ranks_running():
         process.wait()
 
 
-def _check(library, tmp_path: Path, bin_dir: Path, launcher: str) -> str:
-    script = tmp_path / "capture.sh"
+def _check(library, tmp_path: Path, bin_dir: Path, launcher: str, as_user: tuple[str, ...] = ()) -> str:
+    """The capture script's --check, its text given on standard input (another user cannot read tmp_path)."""
     answers = {"stacks": "none", "recorder": "have", "launcher": launcher, "torch": "ge-2.5"}
-    script.write_text(render(library, answers, tree_id="capture"))
+    script = render(library, answers, tree_id="capture")
     time.sleep(0.2)  # let the sleeping ranks exec python
     result = subprocess.run(
-        ["bash", str(script), "--check"],
+        [*as_user, "bash", "-s", "--", "--check"],
+        input=script,
         capture_output=True,
         text=True,
         timeout=60,
@@ -108,3 +111,18 @@ def test_srun_ranks_are_found_by_their_task_id_and_a_torchrun_rank_is_not_read_a
     worker = ranks_running({"RANK": "1"})
     out = _check(library, tmp_path, fake_pyspy, "srun")
     assert f"=== rank 7 (pid {task}) ===" in out and f"pid {worker})" not in out
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to start the check as another user (CI runs as root)")
+def test_ranks_of_another_user_are_counted_and_the_user_told_to_run_as_root(library, tmp_path, fake_pyspy, ranks_running):
+    """Without root, /proc/PID/environ of another user's process cannot be read: say so instead of 'no rank'."""
+    pid = ranks_running({"RANK": "6"})
+    shared_bin = Path(tempfile.mkdtemp(prefix="fake-py-spy-"))
+    shared_bin.chmod(0o755)
+    shutil.copy(fake_pyspy / "py-spy", shared_bin / "py-spy")
+    try:
+        out = _check(library, tmp_path, shared_bin, "torchrun", as_user=("runuser", "-u", "nobody", "--"))
+    finally:
+        shutil.rmtree(shared_bin)
+    assert f"pid {pid})" not in out
+    assert "python processes belong to another user: run this as root" in out
