@@ -279,6 +279,10 @@ class ShellLines:
                 close = line.find("}", i)
                 i = n if close == -1 else close + 1
                 continue
+            if line.startswith("$((", i):  # arithmetic expansion: $((count + 1)) starts no command
+                close = line.find("))", i)
+                i = n if close == -1 else close + 2
+                continue
             if ch in "'\"":
                 self.quote = ch
             elif ch in ";|&(`)":

@@ -158,3 +158,10 @@ def test_a_parameter_default_with_spaces_starts_no_command():
     from kb.content.names import command_names
 
     assert command_names("ranks=${ranks:-(no RANK set)}") == [] and command_names("x=${a:-b} ls -la") == ["ls"]
+
+
+def test_an_arithmetic_expansion_starts_no_command():
+    from kb.content.names import command_names
+
+    assert command_names("hidden=$((hidden + 1))") == [] and command_names("n=$((n * 2)); ls -la") == ["ls"]
+    assert command_names("rank=$(tr x y)") == ["tr"]
