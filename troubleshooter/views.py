@@ -26,10 +26,11 @@ from troubleshooter.tree_model import Tree
 
 @require_safe
 def index(request: HtmxHttpRequest) -> TemplateResponse:
-    """The starting points: every tree, with its first question's answers as direct links."""
+    """The starting points: every tree, with its first question's answers as direct links; the trees that
+    diagnose come before the one that prepares the next capture."""
     library = library_published()
     trees = []
-    for tree in sorted(library.trees.values(), key=lambda t: t.title):
+    for tree in sorted(library.trees.values(), key=lambda t: (t.purpose != "diagnose", t.title)):
         start = tree.question(tree.start)
         starts = [{"label": c.label, "help": c.help, "url": step_url(tree.id, {start.id: c.id})} for c in start.choices]
         trees.append({"tree": tree, "url": step_url(tree.id, {}), "question": start.text, "starts": starts})

@@ -47,6 +47,11 @@ def test_the_index_offers_every_tree_and_its_starting_points(client):
         assert f"/troubleshoot/hang/?when={start}" in hrefs
 
 
+def test_the_index_lists_the_diagnosing_trees_before_the_capture_tree(client):
+    hrefs = [a.get("href") for a in elements(client.get("/troubleshoot/").content, "a")]
+    assert hrefs.index("/troubleshoot/hang/") < hrefs.index("/troubleshoot/capture/")
+
+
 def test_the_first_step_is_a_full_page_with_a_live_region(client):
     response = client.get("/troubleshoot/hang/")
     assert response.status_code == 200
