@@ -13,13 +13,14 @@ from django.conf import settings
 from hypothesis import given, strategies as st
 
 from kb.corpus import content_rules
-from kb.diagnosis.debug_dumps import LITERALS, debug_dumps_read
+from kb.diagnosis.debug_dumps import LITERALS, debug_dump_rounds, debug_dumps_read
 from kb.diagnosis.engine import job_diagnose, log_diagnose
 from kb.diagnosis.reading import source_read
 from kb.diagnosis.rules import rules_compile
 from kb.diagnosis.scanning import TextScanner
 from kb.diagnosis.stacks import HEADER_LITERALS, stacks_extract
 from kb.diagnosis.text import LineLocator
+from kb.job_input import job_read
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 DUMPS = FIXTURES / "debug_server"
@@ -112,6 +113,26 @@ def test_the_fr_trace_places_a_silent_rank_before_its_silence():
     sources = [(p.name, p.read_bytes()) for p in (newest("gil_held", "stacks"), newest("gil_held", "fr_trace"))]
     groups = log_diagnose(sources, NO_RULES).rank_groups["groups"]
     assert [g["state"] for g in groups if g["ranks"] == [2]] == ["missing"]
+
+
+def test_a_folder_of_rounds_is_read_at_its_newest_round():
+    job = job_read(DUMPS / "torch2150" / "missing_rank")
+    kinds = sorted(f.name.rsplit("_", 2)[0] for f in job.files)
+    assert kinds == ["c10d_health_check", "fr_trace", "stacks", "torchcomms_health_check"]
+    assert newest("missing_rank", "stacks").name in {f.name for f in job.files}
+    assert any("older round" in note for note in job.notes)
+
+
+def test_a_folder_of_dumps_places_every_rank():
+    job = job_read(DUMPS / "torch2150" / "missing_rank")
+    diagnosis = log_diagnose(job.sources(), NO_RULES, ranks=job.ranks())
+    assert diagnosis.facts["fr_missing_ranks"] == [2]
+    assert [(g["ranks"], g["odd"]) for g in diagnosis.rank_groups["groups"]] == [([0, 1, 3], False), ([2], True)]
+
+
+def test_a_file_named_like_a_round_but_not_a_dump_is_not_superseded():
+    names = ["run/stacks_20261125_153652.txt", "run/stacks_20261125_153711.txt"]
+    assert debug_dump_rounds(names, {n: b"step 10 loss 2.3\n" for n in names}) == {}
 
 
 def test_dumps_pasted_into_a_log_keep_their_ranks_and_end_where_the_log_resumes():
