@@ -14,6 +14,9 @@ Ranks come from the paths:
   - a `rank` token in a file or folder name: `rank3.log`, `rank-3.txt`, `rank_3/`, `nccl_trace_rank_3`
     (Flight Recorder's default dump prefix). `local_rank3` is a local rank.
   - `node-2.out` (a node) and NCCL_DEBUG_FILE names built from `%h.%p` (host.pid) carry no rank.
+
+The debug server's periodic dumps (`stacks_<YYYYmmdd_HHMMSS>.txt`, kb/diagnosis/debug_dumps.py) hold every rank
+in one file and are read as logs; of several rounds of one kind in one folder only the newest is read.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
 
+from kb.diagnosis.debug_dumps import debug_dump_rounds
 from kb.diagnosis.flight_recorder import flight_recorder_detect, pickle_global_asked
 
 MAX_TOTAL_BYTES = 2 * 1024**3  # uncompressed bytes of every member together
@@ -424,7 +428,11 @@ def path_rank(path: str) -> tuple[int | None, int | None, str | None]:
 def _classified(raw: list[tuple[str, bytes]], notes: list[str]) -> list[JobFile]:
     files: list[JobFile] = []
     located = []
+    superseded = debug_dump_rounds([name for name, _ in raw], {name: data[:64] for name, data in raw})
     for name, data in raw:
+        if name in superseded:
+            notes.append(f"{name}: skipped, an older round of the debug server's periodic dump ({superseded[name]} is newer)")
+            continue
         asked = pickle_global_asked(data)
         if asked:
             raise JobInputError(

@@ -44,6 +44,7 @@ FACT_LABELS = {
     "first_collective": "Stuck in the first collective",
     "nccl_versions": "NCCL releases printed",
     "ras_missing_ranks": "RAS: ranks not answering",
+    "debug_unanswered_ranks": "Debug server: ranks not answering",
     "ras_dead_processes": "RAS: processes declared dead",
     "ras_behind_ranks": "RAS: ranks behind",
     "ras_counts_frozen": "RAS: counts frozen between reports",

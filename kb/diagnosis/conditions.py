@@ -76,6 +76,7 @@ FACTS: dict[str, tuple[str, str]] = {
     "fr_mismatch": ("bool", "Flight Recorder: ranks issued different collectives (op, sizes or dtypes) at one sequence number"),
     "fr_all_started_first": ("bool", "Flight Recorder: every rank started the first collective and none completed it"),
     "fr_pg_count": ("int", "Flight Recorder: process groups in the dumps"),
+    "debug_unanswered_ranks": ("ints", "PyTorch's debug server dumps: ranks whose worker did not answer (Error: <status>)"),
     "ras_missing_ranks": ("ints", "NCCL RAS (ncclras): ranks whose communicator data it could not get (unresponsive or dead)"),
     "ras_dead_processes": ("int", "NCCL RAS: job processes it considers dead (unreachable for 60 s)"),
     "ras_behind_ranks": ("ints", "NCCL RAS: ranks listed at the lowest collective operation count of their communicator"),

@@ -165,6 +165,7 @@ def job_diagnose(
     facts: dict[str, Any] = {}
     all_ranks: dict = {}
     all_stacks: list[tuple[Stack, str | None]] = []
+    dump_groups: list[dict[str, Any]] = []
     failures: list[Failure] = []
     harmless: list[Harmless] = []
     limits: list[TimeoutSeen] = []
@@ -184,6 +185,7 @@ def job_diagnose(
         for rank, state in reading.ranks.items():
             all_ranks.setdefault(rank, state)
         all_stacks += [(stack, reading.label) for stack in reading.stacks]
+        dump_groups += reading.dump_groups
         if reading.failure:
             failures.append(reading.failure)
         harmless += [h for h in reading.harmless if len(harmless) < MAX_HARMLESS]
@@ -247,7 +249,9 @@ def job_diagnose(
     where = rank_groups_build(
         verdict=verdict,
         stack_groups=groups_of_stacks,
-        recorder_groups=recorder.groups if recorder else [],
+        # a rank the debug server's fr_trace places in a collective is placed there before "did not answer"
+        recorder_groups=(recorder.groups if recorder else [])
+        + sorted(dump_groups, key=lambda g: g.get("basis") == "debug-server"),
         file_ranks=file_ranks or {},
         world_size=world_size,
         matches=[m for m in matches[:top] if m.confidence >= CONFIDENT],

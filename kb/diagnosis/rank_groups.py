@@ -2,7 +2,8 @@
 flagged, each group linked to the case and fix step its evidence supports.
 
 Built only from what the job model already holds, in order of how precisely it places a rank: a stack dump
-(the innermost Python frames), a Flight Recorder dump (the collective and its state), the watchdog line
+(the innermost Python frames), a Flight Recorder dump or the debug server's fr_trace tables (the collective and
+its state), the debug server's list of ranks that did not answer it, the watchdog line
 (collective, SeqNum, last completed), and for ranks that said none of these, their files (printed output
 but no timeout, printed nothing) or their absence (the world size names a rank no file or line comes from).
 Plain data in, plain data out: the page, the JSON and the command line render the same groups.
@@ -55,7 +56,9 @@ def rank_groups_build(
     in a different collective) are labels on their groups. None when fewer than two ranks are known: one rank has no
     "others" to be grouped against.
 
-    `file_ranks`: rank -> bytes of that rank's files (from their paths); `matches`: the confident matches,
+    `recorder_groups`: ranks placed by a dump, binary Flight Recorder dumps first; a group with `basis`
+    "debug-server" holds the ranks that did not answer the debug server. `file_ranks`: rank -> bytes of that
+    rank's files (from their paths); `matches`: the confident matches,
     best first, whose evidence may support a group; `source_ranks`: file name -> rank, for evidence lines
     that do not name their rank."""
     placed: dict[int, tuple] = {}
@@ -75,12 +78,13 @@ def rank_groups_build(
             info[key]["odd"] |= bool(group.get("odd"))
             info[key]["facts"] |= {"stack_frames", "stack_collectives"}
     for group in recorder_groups:
-        key = ("flight-recorder", group["where"], group["state"])
+        basis = group.get("basis", "flight-recorder")
+        key = (basis, group["where"], group["state"])
         for rank in group["ranks"]:
             place(
                 rank,
                 key,
-                basis="flight-recorder",
+                basis=basis,
                 where=group["where"],
                 state=group["state"],
                 frames=list(group.get("frames") or []),
@@ -88,7 +92,9 @@ def rank_groups_build(
         if key in info:
             info[key]["odd"] |= bool(group.get("odd"))
             info[key]["facts"] |= (
-                {"fr_missing_ranks"}
+                {"debug_unanswered_ranks"}
+                if basis == "debug-server"
+                else {"fr_missing_ranks"}
                 if group["state"] == "missing"
                 else {"fr_mismatch"}
                 if group.get("odd")
@@ -178,6 +184,8 @@ def _group_place(group: dict[str, Any]) -> str:
         return QUIET_STATES[group["state"]]
     if group["basis"] == "stack":
         return f"in {group['where']}"
+    if group["basis"] == "debug-server":
+        return group["where"]
     return f"in {group['where']} ({group['state']})"
 
 

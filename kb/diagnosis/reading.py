@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Iterator, Union
 
 from kb.diagnosis import tools
+from kb.diagnosis.debug_dumps import debug_dumps_read
 from kb.diagnosis.events import Failure, first_failure
 from kb.diagnosis.facts import FRAMEWORKS, STAGES_DONE, RankState, facts_extract
 from kb.diagnosis.rules import Rules
@@ -71,6 +72,7 @@ class FileReading:
     ranks: dict[int, RankState] = field(default_factory=dict)
     stacks: list[Stack] = field(default_factory=list)
     timeouts: list[TimeoutSeen] = field(default_factory=list)
+    dump_groups: list[dict[str, Any]] = field(default_factory=list)  # ranks placed by the debug server's dumps
     failure: Failure | None = None
     harmless: list[Harmless] = field(default_factory=list)
     repairs: list[str] = field(default_factory=list)
@@ -329,6 +331,9 @@ def _window_read(
     facts, ranks = facts_extract(scanner, lines)
     facts.update(tools.tool_facts(scanner))
     stacks = [s for s in stacks_extract(scanner, lines) if start <= s.offset < limit]
+    dumped = debug_dumps_read(scanner, stacks, start, limit)
+    stacks = dumped.stacks
+    facts_merge(facts, dumped.facts)
     failure = first_failure(scanner, lines, stacks, label)
     if failure is not None and core_end is not None:
         first_own = lines.line_number(start)
@@ -342,6 +347,7 @@ def _window_read(
             known.fp_seq, known.fp_op = state.fp_seq, state.fp_op  # a later window's last fingerprint wins
     reading.stacks += stacks
     timeouts_merge(reading.timeouts, timeouts_extract(scanner, lines, start, limit), None)
+    reading.dump_groups += dumped.groups
     reading.failure = reading.failure or failure
     if core_end is None:
         reading.lines += lines.line_count()

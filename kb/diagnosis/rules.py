@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from kb.diagnosis import events, stacks, timeouts, tools
+from kb.diagnosis import debug_dumps, events, stacks, timeouts, tools
 from kb.diagnosis.conditions import Condition, conditions_compile
 from kb.diagnosis.facts import fact_literals
 from kb.diagnosis.signatures import Signature, signatures_compile
@@ -56,7 +56,7 @@ class Rules:
         """Every literal any rule or reader looks for, so a scanner learns in one pass which occur."""
         signatures = self.signatures + [h.signature for h in self.harmless]
         found = {(lit, s.ignorecase) for s in signatures for group in s.prefilter for lit in group}
-        readers = stacks.HEADER_LITERALS + tools.LITERALS + events.LITERALS + timeouts.LITERALS
+        readers = stacks.HEADER_LITERALS + tools.LITERALS + events.LITERALS + timeouts.LITERALS + debug_dumps.LITERALS
         return frozenset(found | fact_literals() | {(lit, False) for lit in readers})
 
 

@@ -45,3 +45,13 @@ def test_an_html_escaped_paste_is_unescaped():
 def test_a_log_that_merely_mentions_an_ampersand_is_left_alone():
     text = "python train.py && echo done\nA&B testing"
     assert paste_repair(text).text == text
+
+
+def test_dump_sections_of_the_widest_length_are_not_joined_to_their_answers():
+    """Regression: the debug server's `=== Rank <r>: <url> ===` headers of a health check dump all share the widest
+    length, and were re-joined to the JSON answer under each one as if a terminal had wrapped them."""
+    text = "\n".join(
+        f'=== Rank {r}: http://gpu-node-07:5{r}041/handler/c10d_health_check? ===\n{{"healthy":true,"unhealthy_backends":[]}}'
+        for r in range(4)
+    )
+    assert paste_repair(text).text == text
