@@ -201,6 +201,15 @@ PROGRESS_RE = re.compile(
     r": (?P<seq>\d+)[^\n]{0,80}? last enqueued (?:NCCL )?work: (?P<enqueued>-?\d+), "
     r"last completed (?:NCCL )?work: (?P<completed>-?\d+)"
 )
+# PyTorch >= 2.5: a rank that learns of a timeout (its own: "this local rank"; another's, through the store:
+# " rank N") prints its own progress before it dumps and aborts (ProcessGroupNCCL::getNCCLWatchdogTimeoutErrorMsg;
+# the generic backend's copy says "Last enqueued <backend> work"). A rank whose last enqueued number is below the
+# others' never finished issuing the collective they wait in: it did not call it, or is stuck inside the call.
+DUMP_SIGNAL_RE = re.compile(
+    r"Rank (?P<rank>\d+)\] Received a dump signal due to a collective timeout from (?:this local rank|\s?rank \d+) and "
+    r"we will try our best to dump the debug info\. Last enqueued \w+ work: (?P<enqueued>-?\d+), last completed \w+ "
+    r"work: (?P<completed>-?\d+)"
+)
 # TORCH_DISTRIBUTED_DEBUG=DETAIL logs each collective each rank runs (ProcessGroupWrapper.cpp, INFO).
 FINGERPRINT_RE = re.compile(
     r"\[Rank (?P<rank>\d+)\] Running collective: CollectiveFingerPrint\(SequenceNumber=(?P<seq>\d+), "
@@ -213,6 +222,7 @@ RANK_PREFIXES = tuple(f"[rank{n}]:" for n in range(1024))
 WATCHDOG_LITERALS = required_literals(WATCHDOG_RE.pattern)
 FINGERPRINT_LITERALS = required_literals(FINGERPRINT_RE.pattern)
 PROGRESS_LITERALS = required_literals(PROGRESS_RE.pattern)
+DUMP_SIGNAL_LITERALS = required_literals(DUMP_SIGNAL_RE.pattern)
 
 
 @dataclass
@@ -240,6 +250,7 @@ def fact_literals() -> frozenset[tuple[str, bool]]:
     extra = (
         WATCHDOG_LITERALS
         + PROGRESS_LITERALS
+        + DUMP_SIGNAL_LITERALS
         + FINGERPRINT_LITERALS
         + RANK_PREFIXES
         + ("--nproc", "--num_gpus", "]<stderr>:", "]<stdout>:")
@@ -418,6 +429,11 @@ def ranks_extract(scanner: TextScanner, lines: LineLocator) -> dict[int, RankSta
         state.last_enqueued, state.last_completed = int(m["enqueued"]), int(m["completed"])
         if state.seq is None:
             state.seq = int(m["seq"])
+    for m in scanner.matches(DUMP_SIGNAL_RE, DUMP_SIGNAL_LITERALS):
+        rank = int(m["rank"])
+        state = ranks.setdefault(rank, RankState(rank=rank))
+        if state.last_completed is None:  # the watchdog's own progress line, where printed, says the same
+            state.last_enqueued, state.last_completed = int(m["enqueued"]), int(m["completed"])
     return ranks
 
 

@@ -157,12 +157,14 @@ def _groups(reporting: dict[int, RankState], silent: list[int], behind: list[int
     silent ranks and the ranks behind are the odd ones out."""
     by_state: dict[tuple, list[int]] = {}
     for rank, state in reporting.items():
-        by_state.setdefault((state.pg, state.op, state.seq, state.last_completed), []).append(rank)
+        by_state.setdefault((state.pg, state.op, state.seq, state.last_completed, _not_issued_next(state)), []).append(rank)
     groups = []
-    for (pg, op, seq, completed), members in by_state.items():
+    for (pg, op, seq, completed, not_issued), members in by_state.items():
         where = f"{op or 'a collective'}" + (f" #{seq}" if seq is not None else "")
         if completed is not None:
             where += f", last completed {completed}"
+        if not_issued:
+            where += f", never issued {completed + 1}"
         if pg is not None:
             where += f" (process group {pg})"
         groups.append({"ranks": sorted(members), "where": where, "state": "timed out", "odd": any(r in behind for r in members)})
@@ -208,10 +210,17 @@ def stack_groups(stacks: list[tuple[Stack, str | None]]) -> list[dict]:
     return groups
 
 
-def _progress(state: RankState) -> int:
-    if state.last_completed is not None:
-        return state.last_completed
-    return (state.seq or 0) - 1
+def _progress(state: RankState) -> tuple[int, int]:
+    """(collectives completed, 1 if the rank issued the next one, else 0). Ranks may issue several collectives
+    ahead of the one that hangs, so only whether a rank issued the one after its last completed tells it apart:
+    one that did not never finished issuing the collective the others wait in. A watchdog line says the rank
+    issued its SeqNum."""
+    completed = state.last_completed if state.last_completed is not None else (state.seq or 0) - 1
+    return completed, 0 if _not_issued_next(state) else 1
+
+
+def _not_issued_next(state: RankState) -> bool:
+    return state.last_enqueued is not None and state.last_completed is not None and state.last_enqueued <= state.last_completed
 
 
 def _numbers_text(numbers: list[int]) -> str:

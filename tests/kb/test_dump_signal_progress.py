@@ -1,0 +1,61 @@
+"""Which rank is behind, read from what each rank says of its own progress: the watchdog's progress line
+(PyTorch 2.3-2.5) and, from 2.5, the line a rank prints when it learns of a timeout ("Received a dump signal
+... Last enqueued NCCL work: E, last completed NCCL work: C")."""
+
+from __future__ import annotations
+
+import pytest
+
+from kb.diagnosis.engine import log_diagnose
+from kb.diagnosis.rules import rules_compile
+
+HEAD = "[rank{r}]:[E703 15:37:17.178360488 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) Rank {r}] "
+SIGNAL = (
+    HEAD + "Received a dump signal due to a collective timeout from {origin} and we will try our best to dump the debug "
+    "info. Last enqueued NCCL work: {enqueued}, last completed NCCL work: {completed}.This is most likely caused by "
+    "incorrect usages of collectives, e.g., wrong sizes used across ranks, the order of collectives is not same for all "
+    "ranks or the scheduled collective, for some reason, didn't run.\n"
+)
+WATCHDOG = (
+    "[rank{r}]:[E703 15:37:07.100000000 ProcessGroupNCCL.cpp:632] [PG ID 0 PG GUID 0(default_pg) Rank {r}] Watchdog "
+    "caught collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=262144, NumelOut=262144, "
+    "Timeout(ms)=600000) ran for 600037 milliseconds before timing out.\n"
+)
+PROGRESS_2_4 = (
+    "[rank{r}]:[E1121 04:10:00.100000 ProcessGroupNCCL.cpp:1316] [PG 0 Rank {r}] Timeout at NCCL work: {seq}, last "
+    "enqueued NCCL work: {enqueued}, last completed NCCL work: {completed}.\n"
+)
+
+
+@pytest.fixture(scope="module")
+def rules():
+    return rules_compile([])
+
+
+def verdict(rules, text: str):
+    return log_diagnose([("job.log", text.encode())], rules).verdict
+
+
+def test_the_rank_that_never_issued_the_collective_is_behind_though_all_completed_as_many(rules):
+    """Rank 7 timed out first and signalled the others; rank 3 reports it never enqueued 56119."""
+    lines = WATCHDOG.format(r=7, seq=56119) + "".join(
+        SIGNAL.format(r=r, origin=" rank 7", enqueued=56118 if r == 3 else 56119, completed=56118) for r in range(7)
+    )
+    found = verdict(rules, lines)
+    assert found.behind == [3]
+    assert any(g["ranks"] == [3] and "never issued 56119" in g["where"] for g in found.groups)
+
+
+def test_a_rank_that_detected_the_timeout_itself_reports_its_progress_too(rules):
+    lines = SIGNAL.format(r=0, origin="this local rank", enqueued=20589, completed=20584)
+    lines += SIGNAL.format(r=1, origin=" rank 0", enqueued=20584, completed=20584)
+    assert verdict(rules, lines).behind == [1]
+
+
+def test_ranks_that_issued_collectives_ahead_of_the_hung_one_are_not_behind(rules):
+    """Both ranks issued 20585, the one that hangs; rank 0 also queued four more. Neither is behind."""
+    lines = PROGRESS_2_4.format(r=0, seq=20585, enqueued=20589, completed=20584)
+    lines += PROGRESS_2_4.format(r=1, seq=20585, enqueued=20585, completed=20584)
+    found = verdict(rules, lines)
+    assert [(row["rank"], row["last_enqueued"]) for row in found.table] == [(0, 20589), (1, 20585)]
+    assert found.behind == []
