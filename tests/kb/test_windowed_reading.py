@@ -31,6 +31,7 @@ def summary(diagnosis) -> dict:
         "facts": diagnosis.facts,
         "verdict": diagnosis.verdict.summary if diagnosis.verdict else None,
         "stacks": diagnosis.stack_groups,
+        "timeouts": diagnosis.timeouts,
         "failure": diagnosis.failure,
         "harmless": [(h.line, h.id) for h in diagnosis.harmless],
         "lines": diagnosis.stats["lines"],
