@@ -17,6 +17,7 @@ from django.conf import settings
 from kb.content.cases import CaseDoc
 from kb.content.errors import ContentError, display_path
 from kb.content.publish import published_snapshot
+from kb.models import ContentState
 from troubleshooter.parts import Part, part_file_read, part_paths
 from troubleshooter.roles import ALWAYS_REQUIRED, ROLE_VALUES
 from troubleshooter.tree_file import tree_file_read, tree_paths
@@ -161,7 +162,7 @@ _cache: dict[Path, Library] = {}
 def library_published() -> Library:
     """The trees and parts of the loaded content revision, read from the snapshot `load_content` published
     (never from content/ live, so a file the last load refused cannot reach a page). Read once per build."""
-    snapshot = published_snapshot(settings.SEARCH_INDEX_DIR)
+    snapshot = published_snapshot(settings.SEARCH_INDEX_DIR, ContentState.loaded_revision())
     if snapshot is None:
         return Library(errors=[ContentError("content", 1, "no content is loaded: run python manage.py load_content")])
     with _cache_lock:
