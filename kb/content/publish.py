@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import shutil
 import time
@@ -27,6 +28,8 @@ RULES_FILE = "rules.json"  # the rules snapshot (kb/content/rules_snapshot.py), 
 CURRENT = "current"
 PREVIOUS = "previous"
 LOCK_FILE = ".load.lock"
+PROBLEM_LOG_EVERY_S = 60.0
+_problems_logged: dict[str, float] = {}
 
 
 def build_dir_new(root: Path, revision: str) -> Path:
@@ -78,6 +81,15 @@ def published_snapshot(root: Path, revision: str) -> Path | None:
     """The snapshot of the build the site serves for `revision`, or None before the first load."""
     build = served_build(root, revision)
     return build / SNAPSHOT if build is not None else None
+
+
+def build_problem_log(logger: logging.Logger, message: str) -> None:
+    """Log a problem with the published build (none, or one that cannot be read) at ERROR, at most once a minute
+    per process and message: every request meets it until content is loaded again, and one line says it."""
+    now = time.monotonic()
+    if now - _problems_logged.get(message, -PROBLEM_LOG_EVERY_S) >= PROBLEM_LOG_EVERY_S:
+        _problems_logged[message] = now
+        logger.error(message)
 
 
 @contextlib.contextmanager

@@ -22,7 +22,7 @@ from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
 from whoosh.query import Or, Term
 from whoosh.scoring import BM25F
 
-from kb.content.publish import served_build
+from kb.content.publish import build_problem_log, served_build
 from kb.content.schema import example_text
 from kb.models import ContentState
 from kb.search.analysis import log_analyzer, query_terms, query_words, term_spans
@@ -210,13 +210,18 @@ def search_results(text: str, *, index_dir: Path, limit: int = 10) -> SearchResu
         return SearchResults(hits=(), total=0, words=())
     build = served_build(index_dir, ContentState.loaded_revision())
     if build is None:
-        raise IndexMissing(f"no search index at {index_dir / 'current'}")
+        problem = f"no search index is published in {index_dir}: run python manage.py load_content"
+        build_problem_log(logger, problem)
+        raise IndexMissing(problem)
     words = tuple(query_words(text))
     try:
         return _search_built(str(build), tuple(terms), words, limit)
     except Exception as err:  # a corrupt or half-deleted index: say so and let the caller go on without search
-        logger.error("search index at %s cannot be read: %s", build, err)
-        raise IndexMissing(f"the search index at {build} cannot be read: {err}") from None
+        problem = (
+            f"the search index in {build} cannot be read ({type(err).__name__}: {err}): run python manage.py load_content --force"
+        )
+        build_problem_log(logger, problem)
+        raise IndexMissing(problem) from None
 
 
 Words = tuple[tuple[str, tuple[str, ...], str], ...]
