@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from config.serve import workers_plan
+from config.serve import nginx_render, workers_plan
 from tests.deploy.serving import BURST, MAX_LOG_BYTES, connection, request
 
 
@@ -112,3 +112,21 @@ def test_workers_follow_the_memory_when_it_holds_fewer_than_the_cpus_would_run()
     assert workers_plan(cpus=2, available_bytes=24 * gib, budget_bytes=gib).workers == 5
     assert workers_plan(cpus=16, available_bytes=8 * gib, budget_bytes=gib).workers == 8
     assert workers_plan(cpus=4, available_bytes=gib // 2, budget_bytes=gib).workers == 1  # one, not none
+
+
+def test_nginx_waits_to_hand_a_body_to_a_busy_worker_as_long_as_it_waits_for_an_answer(tmp_path):
+    """Regression (issue 14): with every worker busy, an upload waits in gunicorn's accept queue while nginx's
+    writes of its body stall; nginx's default 60 s answered 504 to 3 of 8 parallel 45 MB uploads (make loadtest)."""
+    rendered = nginx_render(
+        host="127.0.0.1",
+        port=8000,
+        var=tmp_path,
+        socket=tmp_path / "gunicorn.sock",
+        max_body_bytes=MAX_LOG_BYTES,
+        max_log_text="1 MB",
+        rate="10r/m",
+        burst=BURST,
+        rate_exempt=[],
+        read_timeout_s=130,
+    )
+    assert "proxy_read_timeout 130s;" in rendered and "proxy_send_timeout 130s;" in rendered
