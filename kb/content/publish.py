@@ -70,7 +70,10 @@ def served_build(root: Path, revision: str) -> Path | None:
     """The build the site serves while the database holds `revision`: `current` when it is of that revision, else
     the newest complete build of it (its load committed and has not swapped it in yet, or was killed before it
     could), else `current` (a database loaded by an older release, or none loaded)."""
-    current = current_build(root)
+    try:  # asked on every search: the link's text, without resolving and checking the path (a missing build
+        current: Path | None = root / os.readlink(root / CURRENT)  # fails to open, and says so, where it is read)
+    except OSError:
+        current = None
     if not revision or (current is not None and build_revision(current) == revision):
         return current
     complete = [build for build in root.glob(f"build-{revision}-*") if build.is_dir() and build_complete(build)]
