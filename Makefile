@@ -17,7 +17,7 @@ RATE_EXEMPT ?=
 
 SETUPTOOLS := $(shell grep -m1 '^setuptools==' requirements-dev.txt)
 
-.PHONY: run serve loadtest test audit venv install install-dev migrate content browser nginx bench score clean vendor-htmx
+.PHONY: run serve loadtest test audit venv install install-dev migrate content browser nginx wrk bench score clean vendor-htmx
 
 run: install migrate content
 	$(PY) manage.py runserver $(HOST):$(PORT)
@@ -79,12 +79,16 @@ browser:
 nginx:
 	@command -v nginx >/dev/null 2>&1 || test -x /usr/sbin/nginx || { $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends nginx; }
 
-bench: install content
+# The HTTP load generator of `make bench` (page throughput) and `make loadtest`.
+wrk:
+	@command -v wrk >/dev/null 2>&1 || { $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends wrk; }
+
+bench: install content wrk
 	$(PY) manage.py bench
 
 # Serves with `make serve` (nginx + gunicorn) on loopback and runs a bounded mixed load with wrk (from apt if
 # missing), with adversarial diagnosis posts and slow clients beside it.
-loadtest: install nginx
+loadtest: install nginx wrk
 	bash tests/load/run.sh
 
 # The shared scorer on ../shared/eval-dev, then the project's own labelled logs with a reliability table.

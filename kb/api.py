@@ -87,7 +87,7 @@ def search(request: HttpRequest) -> JsonResponse:
     try:
         found = search_results(query, index_dir=settings.SEARCH_INDEX_DIR, limit=10)
     except IndexMissing:
-        return JsonResponse({"error": "the search index has not been built; run load_content"}, status=503)
+        return JsonResponse({"error": "the search index is missing or cannot be read; run load_content"}, status=503)
     return JsonResponse(
         {
             "query": query,

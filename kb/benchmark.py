@@ -7,6 +7,7 @@ training progress, NCCL INFO set-up lines, warnings, and at the end the watchdog
 from __future__ import annotations
 
 import random
+import re
 import statistics
 import subprocess
 import time
@@ -176,3 +177,14 @@ def latency_summary(samples_ms: list[float]) -> str:
         f"p50 {statistics.median(samples_ms):.2f} ms, p95 {percentile(samples_ms, 0.95):.2f} ms, "
         f"max {max(samples_ms):.2f} ms over {len(samples_ms)} queries"
     )
+
+
+def wrk_summary(output: str) -> tuple[float, int]:
+    """Requests per second and failed requests (socket errors and answers other than 2xx/3xx) from wrk's report."""
+    rate = re.search(r"Requests/sec:\s+([\d.]+)", output)
+    if rate is None:
+        raise ValueError(f"wrk printed no rate:\n{output}")
+    failed = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    sockets = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output)
+    errors = (int(failed.group(1)) if failed else 0) + (sum(map(int, sockets.groups())) if sockets else 0)
+    return float(rate.group(1)), errors

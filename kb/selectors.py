@@ -32,8 +32,8 @@ def case_tags(case: Case) -> dict[str, list[str]]:
 
 
 def related_cases(case: Case) -> list[Case]:
-    """The cases this one names in `related`, in the author's order."""
-    related = list(Case.objects.filter(slug__in=case.related))
+    """The cases this one names in `related`, in the author's order (slug and title: all a link needs)."""
+    related = list(Case.objects.filter(slug__in=case.related).only("slug", "title"))
     related.sort(key=lambda c: case.related.index(c.slug))
     return related
 

@@ -24,7 +24,7 @@ from kb.log_input import LogTooLarge, NoLog, job_from_request
 from kb.htmx import page_or_fragment, wants_fragment
 from kb.forms import MAX_QUERY_CHARS, SearchForm, TagFilterForm, query_is_keywords  # noqa: F401 (MAX_QUERY_CHARS: kept importable from here)
 from kb.models import Alias, Case, ContentState, HarmlessLine
-from kb.search.index import IndexMissing, SearchResults, search as text_search, search_results
+from kb.search.index import IndexMissing, search as text_search, search_results
 from kb.presentation import body_with_step_versions, result_snapshot, snapshot_view
 from kb.report_views import case_feedback_context, result_context
 from kb.selectors import case_tags, cases_listed, linked_from, related_cases, tags_by_facet
@@ -59,7 +59,10 @@ def search(request: HttpRequest) -> HttpResponse:
     query = form.query
     context = {"query": query, "limit": size_text(settings.KB_MAX_LOG_BYTES)}
     if query.strip() and form.is_keyword_search:
-        context.update(_keyword_results(query))
+        try:
+            context.update(_keyword_results(query))
+        except IndexMissing:
+            return _search_unavailable(request)
     elif query.strip():
         job = JobInput(files=[JobFile(name="query", data=query.encode("utf-8", errors="replace"))])
         context.update(_results(request, query, job, pasted="\n" in query.strip()))
@@ -72,7 +75,10 @@ def _search_posted(request: HttpRequest) -> HttpResponse:
     query = request.POST.get("q", "")
     if not query.strip() or query_is_keywords(query):
         if wants_fragment(request):  # search as you type: the hits in place, no navigation
-            context = {"query": query, **(_keyword_results(query) if query.strip() else {})}
+            try:
+                context = {"query": query, **(_keyword_results(query) if query.strip() else {})}
+            except IndexMissing:
+                return _search_unavailable(request)
             return page_or_fragment(request, "kb/search.html", "kb/_search_hits.html", context)
         url = reverse("kb:search") + (f"?{urlencode({'q': query.strip()})}" if query.strip() else "")
         response = HttpResponseRedirect(url)
@@ -93,10 +99,8 @@ def _search_posted(request: HttpRequest) -> HttpResponse:
 
 
 def _keyword_results(query: str) -> dict:
-    try:
-        found = search_results(query, index_dir=settings.SEARCH_INDEX_DIR, limit=SEARCH_PAGE_HITS)
-    except IndexMissing:
-        found = SearchResults(hits=(), total=0, words=())
+    """The hits for a keyword search (IndexMissing when the index is missing or cannot be read)."""
+    found = search_results(query, index_dir=settings.SEARCH_INDEX_DIR, limit=SEARCH_PAGE_HITS)
     suggestion_url = f"{reverse('kb:search')}?{urlencode({'q': found.suggestion})}" if found.suggestion else ""
     return {
         "keyword": True,
@@ -249,6 +253,18 @@ def _edit_url(case: Case) -> str:
     path = case.source_path.replace("\\", "/")
     path = path.split("content/", 1)[1] if path.startswith("content/") or "/content/" in path else path
     return base.rstrip("/") + "/" + path.lstrip("/")
+
+
+SEARCH_UNAVAILABLE = (
+    "The search index of this site is missing or cannot be read, so no search can be answered now. Every case is "
+    "still listed under All cases, and a pasted log is still diagnosed. The site's error log says what is wrong; "
+    "running python manage.py load_content on the server rebuilds the index."
+)
+
+
+def _search_unavailable(request: HttpRequest) -> HttpResponse:
+    """503, not an empty result: "no page mentions your words" would be a wrong answer, and a 500 a worse one."""
+    return _error(request, 503, "Search is unavailable", SEARCH_UNAVAILABLE)
 
 
 def _error(request: HttpRequest, status: int, title: str, message: str) -> HttpResponse:

@@ -16,7 +16,8 @@ from django.conf import settings
 
 from kb.content.cases import CaseDoc
 from kb.content.errors import ContentError, display_path
-from kb.content.publish import published_snapshot
+from kb.content.publish import build_problem_log, published_snapshot
+from kb.models import ContentState
 from troubleshooter.parts import Part, part_file_read, part_paths
 from troubleshooter.roles import ALWAYS_REQUIRED, ROLE_VALUES
 from troubleshooter.tree_file import tree_file_read, tree_paths
@@ -161,9 +162,11 @@ _cache: dict[Path, Library] = {}
 def library_published() -> Library:
     """The trees and parts of the loaded content revision, read from the snapshot `load_content` published
     (never from content/ live, so a file the last load refused cannot reach a page). Read once per build."""
-    snapshot = published_snapshot(settings.SEARCH_INDEX_DIR)
-    if snapshot is None:
-        return Library(errors=[ContentError("content", 1, "no content is loaded: run python manage.py load_content")])
+    snapshot = published_snapshot(settings.SEARCH_INDEX_DIR, ContentState.loaded_revision())
+    if snapshot is None or not snapshot.is_dir():
+        problem = f"no troubleshooter content is published in {settings.SEARCH_INDEX_DIR}: run python manage.py load_content"
+        build_problem_log(logger, problem)
+        return Library(errors=[ContentError("content", 1, problem)])
     with _cache_lock:
         cached = _cache.get(snapshot)
     if cached is not None:

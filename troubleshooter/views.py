@@ -25,10 +25,12 @@ from troubleshooter.tree_model import Tree
 
 
 @require_safe
-def index(request: HtmxHttpRequest) -> TemplateResponse:
+def index(request: HtmxHttpRequest) -> HttpResponse:
     """The starting points: every tree, with its first question's answers as direct links; the trees that
     diagnose come before the one that prepares the next capture."""
     library = library_published()
+    if not library.trees:
+        return _unavailable(request)
     trees = []
     for tree in sorted(library.trees.values(), key=lambda t: (t.purpose != "diagnose", t.title)):
         start = tree.question(tree.start)
@@ -41,6 +43,8 @@ def index(request: HtmxHttpRequest) -> TemplateResponse:
 @require_safe
 def step(request: HtmxHttpRequest, tree_id: str) -> HttpResponse:
     """One step of a tree, named by the answers in the query."""
+    if not library_published().trees:
+        return _unavailable(request)
     tree = _tree_or_404(tree_id)
     try:
         state, error = state_parse(dict(request.GET.lists())), None
@@ -62,6 +66,8 @@ def step(request: HtmxHttpRequest, tree_id: str) -> HttpResponse:
 @require_safe
 def script(request: HtmxHttpRequest, tree_id: str) -> HttpResponse:
     """fix.sh for a state that reached a leaf, as a download."""
+    if not library_published().trees:
+        return _unavailable(request)
     tree = _tree_or_404(tree_id)
     try:
         resolved = tree_step(tree, state_parse(dict(request.GET.lists())).answers)
@@ -75,6 +81,16 @@ def script(request: HtmxHttpRequest, tree_id: str) -> HttpResponse:
     response = HttpResponse(script_text(tree, resolved, absolute=request.build_absolute_uri), content_type="text/x-shellscript")
     response["Content-Disposition"] = 'attachment; filename="fix.sh"'
     return response
+
+
+def _unavailable(request: HtmxHttpRequest) -> HttpResponse:
+    """No published trees (no build, or one that lost its snapshot): a 503 that says so, not an empty list."""
+    message = (
+        "The troubleshooter is unavailable: this site has no published content to walk. The site's error log says "
+        "what is wrong; running python manage.py load_content on the server publishes it."
+    )
+    context = {"title": "Troubleshooter unavailable", "message": message}
+    return page_or_fragment(request, "error.html", "kb/_error.html", context, status=503)
 
 
 def _tree_or_404(tree_id: str) -> Tree:

@@ -15,8 +15,16 @@ from kb.content.harmless import HarmlessDoc, harmless_files_read
 from kb.content.links import case_links_check
 from kb.extensions import content_checks_run
 from kb.models import Alias, Case, ContentState, HarmlessLine, Tag
-from kb.content.publish import build_dir_new, build_swap, current_revision, snapshot_write
-from kb.content.rules_snapshot import rules_snapshot_published, rules_snapshot_write
+from kb.content.publish import (
+    build_complete,
+    build_dir_new,
+    build_revision,
+    build_swap,
+    index_locked,
+    served_build,
+    snapshot_write,
+)
+from kb.content.rules_snapshot import rules_snapshot_write
 from kb.diagnose import catalog_current, rules_rows
 from kb.search.index import index_write
 
@@ -40,37 +48,40 @@ def content_load(*, content_dir: Path, index_dir: Path, force: bool = False) -> 
 
     Other apps' registered content checks (the troubleshooter's trees) can veto the load with their own
     file:line errors, so one command validates all content before anything is written. Loads are
-    serialised (an advisory lock on PostgreSQL, an immediate write lock on SQLite), and a revision that is
-    already loaded and published is not loaded again unless `force`.
+    serialised (an advisory lock on PostgreSQL, an immediate write lock on SQLite, and a lock on the index
+    folder that also covers the swap), and a revision that is already loaded and published is not loaded again
+    unless `force`: its build is swapped in if a killed load left it unswapped, and stray builds are removed.
     """
     docs, harmless, errors = content_check(content_dir)
     if errors:
         raise ContentInvalid(errors)
     revision = content_revision(content_dir)
-    build = None
-    try:
-        with transaction.atomic():
-            _loads_serialise()
-            if (
-                not force
-                and ContentState.loaded_revision() == revision
-                and current_revision(index_dir) == revision
-                and (
-                    rules_snapshot_published(index_dir)  # a build from before the snapshot existed is built again
-                )
-            ):
-                return LoadReport(revision=revision, created=0, updated=0, deleted=0, total=len(docs), skipped=True)
-            build = build_dir_new(index_dir, revision)
-            index_write(build, docs, harmless)
-            snapshot_write(build, content_dir)
-            created, updated, deleted = content_rows_write(docs, harmless, revision)
-            cases, harmless_rows = rules_rows()
-            rules_snapshot_write(build, revision=revision, cases=cases, harmless=harmless_rows, catalog=catalog_current())
-    except BaseException:
-        if build is not None:
-            shutil.rmtree(build, ignore_errors=True)  # the database rolled back: nothing may point here
-        raise
-    build_swap(index_dir, build)  # after the commit: the site never serves an index ahead of its database
+    with index_locked(index_dir):
+        build = None
+        try:
+            with transaction.atomic():
+                _loads_serialise()
+                served = served_build(index_dir, ContentState.loaded_revision())
+                if (
+                    not force
+                    and ContentState.loaded_revision() == revision
+                    and served is not None
+                    and build_revision(served) == revision
+                    and build_complete(served)  # a build from before the rules snapshot existed is built again
+                ):
+                    build_swap(index_dir, served)  # completes a swap a killed load left undone; removes strays
+                    return LoadReport(revision=revision, created=0, updated=0, deleted=0, total=len(docs), skipped=True)
+                build = build_dir_new(index_dir, revision)
+                index_write(build, docs, harmless)
+                snapshot_write(build, content_dir)
+                created, updated, deleted = content_rows_write(docs, harmless, revision)
+                cases, harmless_rows = rules_rows()
+                rules_snapshot_write(build, revision=revision, cases=cases, harmless=harmless_rows, catalog=catalog_current())
+        except BaseException:
+            if build is not None:
+                shutil.rmtree(build, ignore_errors=True)  # the database rolled back: nothing may point here
+            raise
+        build_swap(index_dir, build)  # after the commit; until then the site serves the build of the old revision
     return LoadReport(revision=revision, created=created, updated=updated, deleted=deleted, total=len(docs))
 
 

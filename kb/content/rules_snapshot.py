@@ -6,15 +6,15 @@ without starting Django or opening the database (start-up is most of the time on
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kb.content.publish import current_build
+from kb.content.publish import RULES_FILE, current_build
 from kb.diagnosis.contract import Catalog
 from kb.diagnosis.rules import Rules, rules_compile
 
-RULES_FILE = "rules.json"
 FORMAT = 1
 
 
@@ -36,12 +36,10 @@ def rules_snapshot_write(build: Path, *, revision: str, cases: list[dict], harml
         "case_urls": catalog.case_urls,
         "harmless_url": catalog.harmless_url,
     }
-    (build / RULES_FILE).write_text(json.dumps(body, ensure_ascii=False), encoding="utf-8")
-
-
-def rules_snapshot_published(index_root: Path) -> bool:
-    build = current_build(index_root)
-    return build is not None and (build / RULES_FILE).is_file()
+    # Written last and renamed into place: a build that has this file is complete (kb.content.publish).
+    written = build / f"{RULES_FILE}.tmp"
+    written.write_text(json.dumps(body, ensure_ascii=False), encoding="utf-8")
+    os.replace(written, build / RULES_FILE)
 
 
 def rules_snapshot_read(index_root: Path) -> RulesSnapshot | None:

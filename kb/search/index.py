@@ -2,7 +2,7 @@
 
 Only `load_content` writes: it builds a fresh index in a new directory and then repoints the
 `current` symlink with an atomic rename, so readers never see a half-built index. Web processes
-only open what `current` points at.
+open the build of the revision the database holds (kb.content.publish.served_build).
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
 from whoosh.query import Or, Term
 from whoosh.scoring import BM25F
 
+from kb.content.publish import build_problem_log, served_build
 from kb.content.schema import example_text
+from kb.models import ContentState
 from kb.search.analysis import log_analyzer, query_terms, query_words, term_spans
 
 if TYPE_CHECKING:
@@ -206,15 +208,20 @@ def search_results(text: str, *, index_dir: Path, limit: int = 10) -> SearchResu
     terms = query_terms(text)
     if not terms:
         return SearchResults(hits=(), total=0, words=())
-    current = index_dir / "current"
-    if not current.exists():
-        raise IndexMissing(f"no search index at {current}")
+    build = served_build(index_dir, ContentState.loaded_revision())
+    if build is None:
+        problem = f"no search index is published in {index_dir}: run python manage.py load_content"
+        build_problem_log(logger, problem)
+        raise IndexMissing(problem)
     words = tuple(query_words(text))
     try:
-        return _search_built(str(current.resolve()), tuple(terms), words, limit)
+        return _search_built(str(build), tuple(terms), words, limit)
     except Exception as err:  # a corrupt or half-deleted index: say so and let the caller go on without search
-        logger.error("search index at %s cannot be read: %s", current, err)
-        raise IndexMissing(f"the search index at {current} cannot be read: {err}") from None
+        problem = (
+            f"the search index in {build} cannot be read ({type(err).__name__}: {err}): run python manage.py load_content --force"
+        )
+        build_problem_log(logger, problem)
+        raise IndexMissing(problem) from None
 
 
 Words = tuple[tuple[str, tuple[str, ...], str], ...]

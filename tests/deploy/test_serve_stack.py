@@ -1,135 +1,24 @@
-"""`make serve`'s real stack (config/serve.py: nginx in front, gunicorn behind) on a free loopback port, under a
-temporary var directory, with two workers and a 1 MB log limit so each behaviour shows quickly.
+"""`make serve`'s real stack (nginx in front, gunicorn behind; tests/deploy/serving.py starts it).
 
 Issue 15's findings: five clients trickling a body held all five sync workers, so every other request timed out;
 access logs held query strings. Clients come from different loopback addresses (127.0.0.2, .3, .4) so that each
 test meets the per-address rate limit on its own.
 """
 
-import http.client
-import os
-import shutil
-import signal
 import socket
-import subprocess
-import sys
-import tempfile
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
-from config.serve import nginx_binary, workers_plan
-
-ROOT = Path(__file__).resolve().parent.parent.parent
-MAX_LOG_BYTES = 1024 * 1024
-BURST = 5
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _connection(port: int, source: str, timeout: float = 5) -> http.client.HTTPConnection:
-    return http.client.HTTPConnection("127.0.0.1", port, timeout=timeout, source_address=(source, 0))
-
-
-def _request(
-    port: int,
-    method: str,
-    path: str,
-    *,
-    source: str = "127.0.0.1",
-    body: bytes | None = None,
-    timeout: float = 5,
-    headers: dict[str, str] | None = None,
-) -> tuple[int, bytes]:
-    connection = _connection(port, source, timeout)
-    try:
-        sent = {**({"Content-Type": "text/plain"} if body is not None else {}), **(headers or {})}
-        connection.request(method, path, body=body, headers=sent)
-        response = connection.getresponse()
-        return response.status, response.read()
-    finally:
-        connection.close()
-
-
-@pytest.fixture(scope="module")
-def stack():
-    nginx = nginx_binary()
-    if nginx is None:  # a failure, not a skip: `make test` installs it, so its absence is a broken set-up
-        pytest.fail("nginx is not installed; `make test` installs it (apt-get install nginx)")
-    # Not pytest's tmp_path: that is private to its user, and a root master runs nginx's workers as www-data.
-    work = Path(tempfile.mkdtemp(prefix="kb-stack-"))
-    work.chmod(0o755)
-    environment = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DJANGO_ALLOW_ASYNC_UNSAFE")}
-    environment.update(
-        DEBUG="0",
-        SECRET_KEY="stack-test-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz",
-        SECURE_SSL_REDIRECT="0",
-        SQLITE_PATH=str(work / "db.sqlite3"),
-        KB_INDEX_DIR=str(work / "index"),
-        KB_STATIC_ROOT=str(work / "static"),
-        KB_MAX_LOG_BYTES=str(MAX_LOG_BYTES),
-    )
-    manage = [sys.executable, "manage.py"]
-    preparing = [
-        subprocess.Popen(manage + args, cwd=ROOT, env=environment, stdout=subprocess.DEVNULL)
-        for args in (["migrate", "--noinput"], ["collectstatic", "--noinput", "--verbosity", "0"])
-    ]
-    assert all(p.wait(timeout=60) == 0 for p in preparing)
-    port = _free_port()
-    output = open(work / "serve.out", "w")
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "config.serve",
-            "--port",
-            str(port),
-            "--var",
-            str(work / "var"),
-            "--workers",
-            "2",
-            "--rate",
-            "6r/m",
-            "--burst",
-            str(BURST),
-        ],
-        cwd=ROOT,
-        env=environment,
-        stdout=output,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if _request(port, "GET", "/kb/", timeout=2)[0] == 200:
-                    break
-            except OSError:
-                pass
-            if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail("make serve's stack did not start:\n" + (work / "serve.out").read_text())
-            time.sleep(0.2)
-        yield {"port": port, "logs": work / "var" / "log", "output": work / "serve.out"}
-    finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        output.close()
-        shutil.rmtree(work, ignore_errors=True)
+from config.serve import nginx_render, workers_plan
+from tests.deploy.serving import BURST, MAX_LOG_BYTES, connection, request
 
 
 @pytest.mark.proxy
 def test_five_slow_clients_trickling_bodies_leave_a_page_answering_quickly(stack):
     """Regression (issue 15): five clients sending a body a few bytes at a time held the five sync workers."""
-    port, stop = stack["port"], threading.Event()
+    port, stop = stack.port, threading.Event()
     slow = []
     for _ in range(5):
         client = socket.create_connection(("127.0.0.1", port), source_address=("127.0.0.3", 0))
@@ -149,7 +38,7 @@ def test_five_slow_clients_trickling_bodies_leave_a_page_answering_quickly(stack
     try:
         time.sleep(1)  # every slow client has sent its headers and part of its body
         started = time.monotonic()
-        status, body = _request(port, "GET", "/kb/", timeout=10)
+        status, body = request(port, "GET", "/kb/", timeout=10)
         elapsed = time.monotonic() - started
     finally:
         stop.set()
@@ -162,42 +51,44 @@ def test_five_slow_clients_trickling_bodies_leave_a_page_answering_quickly(stack
 
 @pytest.mark.proxy
 def test_an_oversize_content_length_gets_413_from_the_proxy_before_the_body(stack):
-    connection = _connection(stack["port"], "127.0.0.4")
+    client = connection(stack.port, "127.0.0.4")
     try:
-        connection.putrequest("POST", "/api/diagnose")
-        connection.putheader("Content-Type", "text/plain")
-        connection.putheader("Content-Length", str(MAX_LOG_BYTES + 1024 * 1024))
-        connection.endheaders()  # and no body: the answer comes from the declared length alone
-        response = connection.getresponse()
+        client.putrequest("POST", "/api/diagnose")
+        client.putheader("Content-Type", "text/plain")
+        client.putheader("Content-Length", str(MAX_LOG_BYTES + 1024 * 1024))
+        client.endheaders()  # and no body: the answer comes from the declared length alone
+        response = client.getresponse()
         status, body = response.status, response.read().decode()
     finally:
-        connection.close()
+        client.close()
     assert status == 413
     assert "larger than this site accepts (1 MB)" in body and "diagnose on the command line" in body
 
 
 @pytest.mark.proxy
 def test_diagnosis_posts_past_the_burst_get_429_with_a_message_and_pages_still_answer(stack):
-    port = stack["port"]
+    port = stack.port
     answers = [
-        _request(port, "POST", "/api/diagnose", source="127.0.0.2", body=b"NCCL WARN Duplicate GPU detected")
+        request(port, "POST", "/api/diagnose", source="127.0.0.2", body=b"NCCL WARN Duplicate GPU detected")
         for _ in range(BURST + 3)
     ]
     statuses = [status for status, _ in answers]
     assert statuses[: BURST + 1] == [200] * (BURST + 1), statuses  # the first request plus the burst
     assert statuses[BURST + 1 :] == [429, 429]
     assert b"Too many diagnoses from your address" in answers[-1][1]
-    assert _request(port, "GET", "/kb/", source="127.0.0.2")[0] == 200  # the limit is on diagnosis POSTs only
+    assert request(port, "GET", "/kb/", source="127.0.0.2")[0] == 200  # the limit is on diagnosis POSTs only
 
 
 @pytest.mark.proxy
 def test_access_logs_hold_the_path_but_never_the_query_string(stack):
     """Nor the referer, which carries the previous page's query string (gunicorn's default format has both)."""
-    port = stack["port"]
+    port = stack.port
     referer = {"Referer": f"http://127.0.0.1:{port}/search?q=hunter2-token-in-the-referer"}
-    assert _request(port, "GET", "/search?q=hunter2-token-in-a-query", source="127.0.0.4", headers=referer)[0] == 200
+    # This stack has loaded no content: the search answers 'Search is unavailable', from gunicorn, which logs it.
+    status, body = request(port, "GET", "/search?q=hunter2-token-in-a-query", source="127.0.0.4", headers=referer)
+    assert status == 503 and b"Search is unavailable" in body
     assert (
-        _request(
+        request(
             port,
             "POST",
             "/api/diagnose?top=3&note=hunter2-token-in-a-query",
@@ -206,7 +97,7 @@ def test_access_logs_hold_the_path_but_never_the_query_string(stack):
         )[0]
         == 200
     )
-    logs = {name: stack["logs"] / f"{name}-access.log" for name in ("nginx", "gunicorn")}
+    logs = {name: stack.logs / f"{name}-access.log" for name in ("nginx", "gunicorn")}
     expected = ('"GET /search HTTP/1.', '"POST /api/diagnose HTTP/1.')
     # A gunicorn worker writes its line after the client has the answer, so a line may lag by a moment.
     deadline = time.monotonic() + 5
@@ -223,3 +114,21 @@ def test_workers_follow_the_memory_when_it_holds_fewer_than_the_cpus_would_run()
     assert workers_plan(cpus=2, available_bytes=24 * gib, budget_bytes=gib).workers == 5
     assert workers_plan(cpus=16, available_bytes=8 * gib, budget_bytes=gib).workers == 8
     assert workers_plan(cpus=4, available_bytes=gib // 2, budget_bytes=gib).workers == 1  # one, not none
+
+
+def test_nginx_waits_to_hand_a_body_to_a_busy_worker_as_long_as_it_waits_for_an_answer(tmp_path):
+    """Regression (issue 14): with every worker busy, an upload waits in gunicorn's accept queue while nginx's
+    writes of its body stall; nginx's default 60 s answered 504 to 3 of 8 parallel 45 MB uploads (make loadtest)."""
+    rendered = nginx_render(
+        host="127.0.0.1",
+        port=8000,
+        var=tmp_path,
+        socket=tmp_path / "gunicorn.sock",
+        max_body_bytes=MAX_LOG_BYTES,
+        max_log_text="1 MB",
+        rate="10r/m",
+        burst=BURST,
+        rate_exempt=[],
+        read_timeout_s=130,
+    )
+    assert "proxy_read_timeout 130s;" in rendered and "proxy_send_timeout 130s;" in rendered

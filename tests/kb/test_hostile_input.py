@@ -20,7 +20,7 @@ from kb.content.schema import case_front_matter_check, example_text
 from kb.diagnosis.engine import log_diagnose
 from kb.diagnosis import events, facts
 from kb.diagnosis.rules import rules_compile
-from kb.diagnosis.scanning import MAX_LINE_SCAN
+from kb.diagnosis.scanning import MAX_LINE_SCAN, required_literal_groups
 from kb.search.analysis import query_terms
 
 DOCS = case_files_read(Path(settings.CONTENT_DIR))[0]
@@ -93,6 +93,88 @@ def _search_seconds(regex: re.Pattern, line: str) -> float:
     started = time.perf_counter()
     regex.search(line)
     return time.perf_counter() - started
+
+
+def content_patterns() -> list[tuple[str, re.Pattern, str, list[str]]]:
+    """Every regex in the content, compiled as the engine compiles it, with its first example and its required
+    literals: case line signatures, case frame signatures and known-harmless lines."""
+    patterns = [
+        (f"{s.case}:{s.id}", s.regex, _first_example(s.case, s.id), [lit for g in s.guards for lit in g])
+        for s in SIGNATURES.signatures
+    ]
+    patterns += [
+        (f"harmless:{h.id}", h.signature.regex, _first_example("harmless", h.id), [lit for g in h.signature.guards for lit in g])
+        for h in SIGNATURES.harmless
+    ]
+    patterns += [
+        (
+            f"{f.case}:frame:{f.id}",
+            f.regex,
+            _first_example(f.case, f.id),
+            [lit for g in required_literal_groups(f.regex.pattern, False) for lit in g],
+        )
+        for f in SIGNATURES.frames
+    ]
+    return patterns
+
+
+EXAMPLES = {
+    (d.slug, entry["id"]): entry["examples"][0] for d in DOCS for entry in d.meta["signatures"] + (d.meta.get("frames") or [])
+}
+EXAMPLES |= {("harmless", h.slug): h.meta["examples"][0] for h in harmless_files_read(Path(settings.CONTENT_DIR))[0]}
+
+
+def _first_example(owner: str, entry: str) -> str:
+    return example_text(EXAMPLES[(owner, entry)])
+
+
+def adversarial_lines_of(length: int, example: str, literals: list[str]) -> list[str]:
+    """Lines of `length` characters built to make a regex start often and scan far at every start: its example
+    cut short and padded, repeated, or spread out; each of its required literals repeated, or followed by a run
+    of one filler character, or by a short one, over and over."""
+    head = example[: max(1, len(example) // 2)]
+    lines = [
+        head + " " * length + "x",
+        (head + ", ") * (length // (len(head) + 2) + 1),
+        example[:-1] * (length // max(1, len(example) - 1) + 1),
+        example.replace(" ", " " * (length // max(1, example.count(" ")) + 1)),
+    ]
+    for literal in literals[:3]:
+        lines.append(literal * (length // len(literal) + 1))
+        for filler in ("a", "1", " ", "(", ",", "x ", "/"):
+            lines.append(literal + filler * length)
+            lines.append((literal + filler * 7) * (length // (len(literal) + 7) + 1))
+    return [line[:length] for line in lines]
+
+
+SHORT, LONG = 8 * 1024, 32 * 1024  # a regex linear in the line takes 4x as long on the long one, a quadratic 16x
+
+
+@pytest.mark.parametrize("name, regex, example, literals", content_patterns(), ids=[p[0] for p in content_patterns()])
+def test_every_content_regex_takes_time_linear_in_the_line_on_adversarial_lines(name, regex, example, literals):
+    """Regression (issue 14): four signatures took time quadratic in the line (`autotrain\\.\\S+ - creating
+    trainer`, a lazy `[^)]*?` before `OpType=`, an unbounded `[^\\]]*` after `DMAR: [DMA`): 0.3-1.4 s on a
+    64 KB line of their own literal. The engine lets a regex see 4 KB of a line, so each such line cost a few
+    ms, and a 50 MB paste of them a worker's whole diagnosis budget."""
+    for short, long in zip(adversarial_lines_of(SHORT, example, literals), adversarial_lines_of(LONG, example, literals)):
+        long_s = _best_seconds(regex, long, 2)
+        if long_s < 0.002:  # a quadratic regex takes far longer than this on a 32 KB line: linear, or near enough
+            continue
+        ratio = long_s / _best_seconds(regex, short, 5)
+        if ratio >= 8:  # measured once more before failing: the machine may have been busy
+            ratio = _best_seconds(regex, long, 5) / _best_seconds(regex, short, 5)
+        assert ratio < 8, f"{name}: {ratio:.0f}x the time on a line 4x as long ({long_s * 1000:.0f} ms): {long[:80]!r}"
+
+
+def _best_seconds(regex: re.Pattern, line: str, runs: int) -> float:
+    """The least CPU time of `runs` searches: the thread's own clock, so that time the machine gave to other work
+    while this one waited (a parallel test, another user) is not counted."""
+    times = []
+    for _ in range(runs):
+        started = time.thread_time()
+        regex.search(line)
+        times.append(time.thread_time() - started)
+    return min(times)
 
 
 def test_a_diagnosis_past_its_time_budget_returns_what_it_has_marked_partial():

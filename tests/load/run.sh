@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `make loadtest`: `make serve` (nginx in front of gunicorn) on loopback, and a bounded mixed load with wrk, while
 # tests/load/adversaries.py sends 5 crafted 1 MB diagnosis posts at a time and holds 5 slow clients.
-# Prints requests/s, p50, p99 and the error count of wrk's mix, then what the adversaries got.
+# Prints requests/s, p50, p99 and the error count of wrk's mix, then what the adversaries got; then 8 uploads of
+# 45 MB at once (tests/load/uploads.py: a training log, then the costliest crafted log), which fail the run when an
+# upload is not answered or a worker passes its memory budget.
 # Traffic stays on loopback: wrk from 127.0.0.1, exempt from the diagnosis rate limit because it stands for
 # many users; the adversaries from 127.0.0.2 and .3, which the limit applies to.
 set -euo pipefail
@@ -51,3 +53,8 @@ errors = (int(non2xx.group(1)) if non2xx else 0) + (sum(map(int, socket.groups()
 print(f"loadtest: {sys.argv[2]} connections, {rps} requests/s, p50 {p50}, p99 {p99}, errors {errors}")
 PY
 [ -z "$ADVERSARIES" ] || cat "$WORK/adversaries.txt"
+# KB_LOAD_UPLOADS=0 leaves out the 8 parallel 45 MB uploads (about two minutes on 2 cores).
+if [ "${KB_LOAD_UPLOADS:-1}" != 0 ]; then
+  .venv/bin/python tests/load/uploads.py --port "$PORT" --var var --shape megatron
+  .venv/bin/python tests/load/uploads.py --port "$PORT" --var var --shape crafted
+fi

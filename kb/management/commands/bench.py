@@ -1,13 +1,20 @@
 """`python manage.py bench` (via `make bench`): diagnosis MB/s against grep -c on two log shapes, 64 rank files
-on all cores, the command line on a large log (time and peak memory), and text-search latency."""
+on all cores, the command line on a large log (time and peak memory), text-search latency, and the requests per
+second gunicorn serves for a case page and a search, against a trivial view in the same run."""
 
+import contextlib
+import http.client
 import os
+import secrets
+import shutil
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterator
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
@@ -20,7 +27,10 @@ from kb.benchmark import (
     files_split,
     grep_seconds,
     latency_summary,
+    wrk_summary,
 )
+from config.hugepages import environ_with_huge_pages
+from config.serve import memory_available_bytes, worker_budget_bytes, workers_plan
 from kb.diagnose import diagnosis_run, rules_current
 from kb.search.index import search, search_cache_clear
 
@@ -32,8 +42,9 @@ class Command(BaseCommand):
         parser.add_argument("--megabytes", type=int, default=50)
         parser.add_argument("--big-megabytes", type=int, default=600, help="size of the command-line run (0 skips it)")
         parser.add_argument("--runs", type=int, default=3)
+        parser.add_argument("--page-seconds", type=int, default=6, help="wrk's time per page (0 skips page throughput)")
 
-    def handle(self, *args, megabytes: int, big_megabytes: int, runs: int, **options) -> None:
+    def handle(self, *args, megabytes: int, big_megabytes: int, runs: int, page_seconds: int, **options) -> None:
         rules_current()  # compile once, outside the timing, as a long-running server does
         cores = os.cpu_count() or 1
         self.stdout.write(f"machine: {cores} cores")
@@ -80,6 +91,43 @@ class Command(BaseCommand):
                     samples.append((time.perf_counter() - started) * 1000)
             label = "repeated (result cache)" if cached else "uncached"
             self.stdout.write(f"text search {label}, {len(TYPICAL_ERRORS)} typical error lines x5: {latency_summary(samples)}")
+        if page_seconds:
+            self._page_throughput(page_seconds)
+
+    def _page_throughput(self, seconds: int) -> None:
+        """One gunicorn (DEBUG off, `make serve`'s worker count, no proxy) on a loopback port; wrk asks for each
+        page in turn for `seconds`, after a warm-up that has every worker compile its templates and open the index."""
+        wrk = shutil.which("wrk")
+        if wrk is None:
+            self.stdout.write("\npage throughput: skipped, wrk is not installed (`make bench` installs it with apt)")
+            return
+        workers = workers_plan(
+            cpus=len(os.sched_getaffinity(0)),
+            available_bytes=memory_available_bytes(),
+            budget_bytes=worker_budget_bytes(max_job_bytes=settings.KB_MAX_JOB_BYTES),
+        ).workers
+        connections = 2 * workers
+        with tempfile.TemporaryDirectory() as tmp, _gunicorn(Path(tmp), workers) as base:
+            rates: dict[str, tuple[float, int]] = {label: (0.0, 0) for label, _ in PAGES}
+            # A warm-up round, then two measured rounds in turn, so a machine that gets busier or quieter during the
+            # run weighs on every page alike; each page's rate is the mean of its two.
+            for round_seconds in (1, seconds / 2, seconds / 2):
+                for label, path in PAGES:
+                    command = [wrk, "-t1", f"-c{connections}", f"-d{round_seconds:g}s", "--timeout", "10s", base + path]
+                    done = subprocess.run(command, capture_output=True, text=True, check=True)
+                    if round_seconds != 1:
+                        rate, errors = wrk_summary(done.stdout)
+                        rates[label] = (rates[label][0] + rate / 2, rates[label][1] + errors)
+        trivial = rates[PAGES[0][0]][0]
+        self.stdout.write(
+            f"\npage throughput, one gunicorn run ({workers} sync workers, DEBUG off, no proxy; wrk: 1 thread, "
+            f"{connections} connections, {seconds} s a page in two turns):"
+        )
+        for label, path in PAGES:
+            rate, errors = rates[label]
+            share = "" if label == PAGES[0][0] else f" = {rate / trivial:.0%} of the trivial view's (target 50%)"
+            failed = f", {errors} failed" if errors else ""
+            self.stdout.write(f"  {label} {path}: {rate:.0f} requests/s{share}{failed}")
 
     def _big_run(self, folder: Path, megabytes: int) -> None:
         """The command line on a large console log, in its own process: wall time, peak memory, and grep."""
@@ -123,6 +171,70 @@ class Command(BaseCommand):
         self.stdout.write(
             f"\ncommand line on a 3-line log, start-up included: median {statistics.median(samples):.2f} s of {runs} runs"
         )
+
+
+# The trivial view first: the pages are measured against it.
+PAGES = (
+    ("trivial view", "/healthz"),
+    ("case page", "/kb/llama3-fsdp-allgather-timeout/"),
+    ("keyword search", "/search?q=NCCL_SOCKET_IFNAME"),
+)
+
+
+@contextlib.contextmanager
+def _gunicorn(folder: Path, workers: int) -> Iterator[str]:
+    """gunicorn as `make serve` runs it, on a free loopback port, serving this bench's database and index; yields
+    its base URL and stops it on the way out."""
+    database = settings.DATABASES["default"]
+    environment = environ_with_huge_pages(os.environ)
+    environment.update(
+        DEBUG="0",
+        SECRET_KEY=secrets.token_urlsafe(50),
+        SECURE_SSL_REDIRECT="0",
+        ALLOWED_HOSTS="127.0.0.1",
+        KB_STATIC_ROOT=str(folder / "static"),
+        KB_INDEX_DIR=str(settings.SEARCH_INDEX_DIR),
+        **({"SQLITE_PATH": str(database["NAME"])} if database["ENGINE"].endswith("sqlite3") else {}),
+    )
+    manage = [sys.executable, "manage.py", "collectstatic", "--noinput", "--verbosity", "0"]
+    subprocess.run(manage, cwd=settings.BASE_DIR, env=environment, check=True)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [
+        str(Path(sys.executable).parent / "gunicorn"),
+        "config.wsgi",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(workers),
+        "--no-control-socket",
+    ]
+    server = subprocess.Popen(command, cwd=settings.BASE_DIR, env=environment, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            try:
+                connection.request("GET", "/healthz")
+                if connection.getresponse().status == 200:
+                    break
+            except OSError:
+                pass
+            finally:
+                connection.close()
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"gunicorn did not start on {base}")
+            time.sleep(0.2)
+        yield base
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
 
 
 def _hung_for_an_hour(path: Path) -> None:
