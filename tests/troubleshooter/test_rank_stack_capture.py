@@ -48,10 +48,10 @@ def ranks_running():
     """Start Python processes that sleep like hung ranks, each with the environment given; stop them after."""
     started: list[subprocess.Popen] = []
 
-    def start(env: dict[str, str], child: bool = False) -> int:
-        clean = {k: v for k, v in os.environ.items() if k not in ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID")}
+    def start(env: dict[str, str], child: bool = False, argv: tuple[str, ...] = ()) -> int:
+        clean = {k: v for k, v in os.environ.items() if k not in ("RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID")}
         code = SPAWNS_A_CHILD if child else "import time; time.sleep(60)"
-        process = subprocess.Popen([sys.executable, "-c", code], env={**clean, **env}, start_new_session=True)
+        process = subprocess.Popen([sys.executable, "-c", code, *argv], env={**clean, **env}, start_new_session=True)
         started.append(process)
         return process.pid
 
@@ -104,13 +104,18 @@ def test_open_mpi_ranks_are_found_by_their_world_rank(library, tmp_path, fake_py
     assert f"=== rank 2 (pid {pid}) ===" in _check(library, tmp_path, fake_pyspy, "mpirun")
 
 
-def test_srun_ranks_are_found_by_their_task_id_and_a_torchrun_rank_is_not_read_as_one(
+def test_srun_ranks_are_found_by_their_task_id_and_a_launcher_srun_started_is_not_a_rank(
     library, tmp_path, fake_pyspy, ranks_running
 ):
     task = ranks_running({"SLURM_PROCID": "7"})
-    worker = ranks_running({"RANK": "1"})
+    agent = ranks_running({"SLURM_PROCID": "8"}, argv=("torch.distributed.run", "train.py"))
     out = _check(library, tmp_path, fake_pyspy, "srun")
-    assert f"=== rank 7 (pid {task}) ===" in out and f"pid {worker})" not in out
+    assert f"=== rank 7 (pid {task}) ===" in out and f"pid {agent})" not in out
+
+
+def test_a_torchrun_worker_started_by_srun_is_dumped_under_its_rank_not_its_task_id(library, tmp_path, fake_pyspy, ranks_running):
+    pid = ranks_running({"SLURM_PROCID": "1", "RANK": "9"})
+    assert f"=== rank 9 (pid {pid}) ===" in _check(library, tmp_path, fake_pyspy, "srun")
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to start the check as another user (CI runs as root)")
