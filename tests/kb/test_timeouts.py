@@ -175,3 +175,19 @@ def test_a_gloo_group_s_timeout_is_read_from_real_torch_output(rules):
     log = Path(__file__).resolve().parent.parent / "fixtures/logs/generated/allreduce-rank1-silent-gloo-timeout-torch280.log"
     result = log_diagnose([("job.log", log)], rules)
     assert result.timeouts["first"]["seconds"] == 10 and result.timeouts["first"]["fired"]
+
+
+@pytest.mark.parametrize("flag", ["--ddp_timeout 7200", "--ddp_timeout=7200", "--ddp-timeout 7200"])
+def test_the_trainer_timeout_is_read_from_the_command_line_too(rules, flag):
+    result = diagnose(rules, f"+ accelerate launch --multi_gpu train.py {flag} --bf16\n" + WATCHDOG.format(ms=600000, ran=600001))
+    assert result.facts["timeout_set_s"] == 7200 and result.facts["timeout_not_applied"] is True
+
+
+def test_no_limit_is_searched_for_by_a_word_as_common_as_timeout():
+    """Each rule's prefilter literal is specific: a log full of the word 'timeout' costs no regex per line."""
+    from kb.diagnosis.timeouts import LITERALS
+
+    assert all(
+        len(literal) >= 8 or literal in ("srun", "sbatch", "salloc", "mpirun", "mpiexec", "prterun") for literal in LITERALS
+    )
+    assert "timeout" not in LITERALS
