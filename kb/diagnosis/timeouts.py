@@ -72,7 +72,14 @@ RULES: tuple[TimeoutRule, ...] = (
     _rule("startup", "TCPStore timeout (init_process_group's timeout)", r"\bwait timeout after (\d{1,10})ms", 0.001, True),
     _rule("startup", "torchrun --rdzv-conf join_timeout", r"--rdzv[_-]conf[= ][^\n]{0,200}?\bjoin_timeout=(\d{1,7})\b"),
     _rule("job", "mpirun --timeout", r"\b(?:mpirun|mpiexec|prterun)\b[^\n]{0,300}? --timeout[= ](\d{1,7})\b"),
-    _rule("job", "Slurm --time", rf"\b(?:srun|sbatch|salloc)\b[^\n]{{0,300}}? (?:--time[= ]|-t ?)({SLURM_TIME})(?=\s|$)", 60),
+    # Slurm's own options come before the program: each an option with at most one value, so a program's `-t 5`
+    # after `python train.py` is not read as a time limit.
+    _rule(
+        "job",
+        "Slurm --time",
+        rf"\b(?:srun|sbatch|salloc)(?:[ \t]+-[^\s]{{1,80}}(?:[ \t]+[^\s-][^\s]{{0,200}})?){{0,30}}?[ \t]+(?:--time[= ]|-t ?)({SLURM_TIME})(?=\s|$)",
+        60,
+    ),
     _rule("job", "Slurm --time", rf"^#SBATCH (?:--time[= ]|-t ?)({SLURM_TIME})\s*$", 60),
 )
 SLURM_LIMIT_HIT = re.compile(r"\*\*\* (?:JOB|STEP) [\w.]{1,40} ON \S{1,100} CANCELLED AT \S{1,40} DUE TO TIME LIMIT")

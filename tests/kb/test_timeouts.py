@@ -191,3 +191,8 @@ def test_no_limit_is_searched_for_by_a_word_as_common_as_timeout():
         len(literal) >= 8 or literal in ("srun", "sbatch", "salloc", "mpirun", "mpiexec", "prterun") for literal in LITERALS
     )
     assert "timeout" not in LITERALS
+
+
+def test_a_program_option_after_the_program_is_not_read_as_the_slurm_time_limit(rules):
+    result = diagnose(rules, "+ srun --exclusive python train.py -t 5\n" + WATCHDOG.format(ms=600000, ran=600001))
+    assert all(limit["kind"] != "job" for limit in result.timeouts["limits"])
