@@ -30,6 +30,9 @@ PG_TIMEOUT = "the process group's timeout"
 MAX_LINES_PER_RULE = 64  # watchdog lines repeat once per rank; the first few say all there is
 MAX_SEEN = 32
 SLURM_TIME = r"(?:\d{1,4}-)?\d{1,6}(?::\d{1,2}){0,2}"
+# A launcher's own options come before the program: each an option with at most one value, so a program's `-t 5`
+# or `--timeout 30` after `python train.py` is not read as the launcher's limit.
+LAUNCHER_OPTIONS = r"(?:[ \t]+-[^\s]{1,80}(?:[ \t]+[^\s-][^\s]{0,200})?){0,30}?"
 
 
 @dataclass(frozen=True)
@@ -71,14 +74,9 @@ RULES: tuple[TimeoutRule, ...] = (
     ),
     _rule("startup", "TCPStore timeout (init_process_group's timeout)", r"\bwait timeout after (\d{1,10})ms", 0.001, True),
     _rule("startup", "torchrun --rdzv-conf join_timeout", r"--rdzv[_-]conf[= ][^\n]{0,200}?\bjoin_timeout=(\d{1,7})\b"),
-    _rule("job", "mpirun --timeout", r"\b(?:mpirun|mpiexec|prterun)\b[^\n]{0,300}? --timeout[= ](\d{1,7})\b"),
-    # Slurm's own options come before the program: each an option with at most one value, so a program's `-t 5`
-    # after `python train.py` is not read as a time limit.
+    _rule("job", "mpirun --timeout", rf"\b(?:mpirun|mpiexec|prterun){LAUNCHER_OPTIONS}[ \t]+--timeout[= ](\d{{1,7}})\b"),
     _rule(
-        "job",
-        "Slurm --time",
-        rf"\b(?:srun|sbatch|salloc)(?:[ \t]+-[^\s]{{1,80}}(?:[ \t]+[^\s-][^\s]{{0,200}})?){{0,30}}?[ \t]+(?:--time[= ]|-t ?)({SLURM_TIME})(?=\s|$)",
-        60,
+        "job", "Slurm --time", rf"\b(?:srun|sbatch|salloc){LAUNCHER_OPTIONS}[ \t]+(?:--time[= ]|-t ?)({SLURM_TIME})(?=\s|$)", 60
     ),
     _rule("job", "Slurm --time", rf"^#SBATCH (?:--time[= ]|-t ?)({SLURM_TIME})\s*$", 60),
 )

@@ -196,3 +196,10 @@ def test_no_limit_is_searched_for_by_a_word_as_common_as_timeout():
 def test_a_program_option_after_the_program_is_not_read_as_the_slurm_time_limit(rules):
     result = diagnose(rules, "+ srun --exclusive python train.py -t 5\n" + WATCHDOG.format(ms=600000, ran=600001))
     assert all(limit["kind"] != "job" for limit in result.timeouts["limits"])
+
+
+def test_mpirun_s_own_timeout_is_read_and_a_program_s_is_not(rules):
+    own = diagnose(rules, "+ mpirun -np 16 --timeout 300 -x NCCL_DEBUG=INFO python train.py\n")
+    program = diagnose(rules, "+ mpirun -np 16 python train.py --timeout 300\n")
+    assert own.timeouts["limits"][0]["setting"] == "mpirun --timeout" and own.timeouts["limits"][0]["seconds"] == 300
+    assert program.timeouts is None
