@@ -37,6 +37,7 @@ FACT_LABELS = {
     "store_timeout_s": "Store timeout (s)",
     "timeout_set_s": "Timeout the framework was set to (s)",
     "timeout_not_applied": "That timeout did not reach the process group",
+    "watchdog_late_s": "Watchdog reported the timeout this late (s)",
     "stages_done": "Stages completed",
     "silent_ranks": "Silent ranks",
     "behind_ranks": "Ranks behind",

@@ -56,6 +56,7 @@ FACTS: dict[str, tuple[str, str]] = {
         "DEEPSPEED_TIMEOUT), in seconds",
     ),
     "timeout_not_applied": ("bool", "the process group's timeout in the log is not the one the framework was set to"),
+    "watchdog_late_s": ("int", "how long after its limit the watchdog reported a timeout, when that was over 10 minutes"),
     "first_failure": (
         "str",
         "the kind of the earliest failure: sigkill, oom-kill, signal, cuda-error, ecc-error, exception, exit",

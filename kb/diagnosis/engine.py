@@ -193,10 +193,10 @@ def job_diagnose(
 
     if len(facts.get("nccl_versions") or []) > 1 or {"<2.24", ">=2.24"} <= set(facts.get("nccl_band") or []):
         facts["nccl_builds_differ"] = True  # nodes (or containers) run different NCCL builds
-    timeouts, timeout_facts = timeouts_summary(limits)
-    facts.update(timeout_facts)
     job_rank_facts = rank_facts(all_ranks)
     facts.update(job_rank_facts)
+    timeouts, timeout_facts = timeouts_summary(limits, facts.get("ran_for_ms"))
+    facts.update(timeout_facts)
     if recorder is not None:
         facts.update(recorder.facts)
     failure = _earliest(failures)

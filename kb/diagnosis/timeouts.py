@@ -27,6 +27,7 @@ from kb.diagnosis.scanning import TextScanner, required_literals
 from kb.diagnosis.text import LineLocator
 
 PG_TIMEOUT = "the process group's timeout"
+LATE_S = 600  # a watchdog this much later than its limit (and later than the limit is long) was not checking
 MAX_LINES_PER_RULE = 64  # watchdog lines repeat once per rank; the first few say all there is
 MAX_SEEN = 32
 SLURM_TIME = r"(?:\d{1,4}-)?\d{1,6}(?::\d{1,2}){0,2}"
@@ -185,9 +186,10 @@ def _no_collective_limit(ordered: list[TimeoutSeen]) -> str:
     return f"{fired.setting[:1].upper()}{fired.setting[1:]} ran out{after}; the log shows no limit on collectives."
 
 
-def timeouts_summary(seen: list[TimeoutSeen]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+def timeouts_summary(seen: list[TimeoutSeen], ran_for_ms: int | None = None) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """The limits in the order they would end a collective that never completes, what the log says fired, and
-    notes; plus the facts conditions can use. (None, {}) when the log shows no limit."""
+    notes; plus the facts conditions can use. `ran_for_ms`: the longest time a timed-out collective ran, from the
+    watchdog lines. (None, {}) when the log shows no limit."""
     if not seen:
         return None, {}
     facts: dict[str, Any] = {}
@@ -215,6 +217,15 @@ def timeouts_summary(seen: list[TimeoutSeen]) -> tuple[dict[str, Any] | None, di
             f"{first.setting} ({duration_text(first.seconds)}) ends the job before the collective timeout "
             f"({duration_text(collective.seconds)}): a hang then leaves no watchdog line and no Flight Recorder dump. "
             "Keep the job limit longer than the collective timeout, with minutes to spare for the dumps."
+        )
+    late_s = (ran_for_ms or 0) / 1000 - collective.seconds if collective is not None and collective.fired else 0
+    if late_s > max(LATE_S, collective.seconds if collective else 0):
+        facts["watchdog_late_s"] = int(late_s)
+        notes.append(
+            f"The watchdog reported the timeout {duration_text(round(late_s))} after it ran out (a collective ran for "
+            f"{duration_text(round(ran_for_ms / 1000))} against a limit of {duration_text(collective.seconds)}). It checks "
+            "every few seconds, so its thread was held up (in a CUDA or NCCL call) or the whole process was paused (a "
+            "suspended job, a frozen node): look at what the host and the GPU were doing, not only at the collective."
         )
     if any(t.kind == "heartbeat" and t.fired for t in seen):
         notes.append(

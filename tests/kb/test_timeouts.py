@@ -203,3 +203,19 @@ def test_mpirun_s_own_timeout_is_read_and_a_program_s_is_not(rules):
     program = diagnose(rules, "+ mpirun -np 16 python train.py --timeout 300\n")
     assert own.timeouts["limits"][0]["setting"] == "mpirun --timeout" and own.timeouts["limits"][0]["seconds"] == 300
     assert program.timeouts is None
+
+
+def test_a_watchdog_that_reports_hours_after_the_limit_is_called_out(rules):
+    """An old-format (PyTorch < 2.1) line from a job whose watchdog reported 7 hours after a 30-minute limit."""
+    line = (
+        "[E ProcessGroupNCCL.cpp:458] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=96120, "
+        "OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 25624887 milliseconds before timing out.\n"
+    )
+    result = diagnose(rules, line)
+    assert result.facts["watchdog_late_s"] == 23824
+    assert any("reported the timeout" in note and "paused" in note for note in result.timeouts["notes"])
+
+
+def test_a_watchdog_a_few_seconds_late_is_normal(rules):
+    result = diagnose(rules, WATCHDOG.format(ms=600000, ran=600471))
+    assert "watchdog_late_s" not in result.facts and result.timeouts["notes"] == []
