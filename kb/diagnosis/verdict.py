@@ -158,6 +158,7 @@ def _groups(reporting: dict[int, RankState], silent: list[int], behind: list[int
     by_state: dict[tuple, list[int]] = {}
     for rank, state in reporting.items():
         by_state.setdefault((state.pg, state.op, state.seq, state.last_completed, _not_issued_next(state)), []).append(rank)
+    by_state = _partial_states_merged(by_state)
     groups = []
     for (pg, op, seq, completed, not_issued), members in by_state.items():
         where = f"{op or 'a collective'}" + (f" #{seq}" if seq is not None else "")
@@ -178,6 +179,27 @@ def _groups(reporting: dict[int, RankState], silent: list[int], behind: list[int
     for g in groups:
         g["label"] = ranks_text(g["ranks"])
     return groups
+
+
+def _partial_states_merged(by_state: dict[tuple, list[int]]) -> dict[tuple, list[int]]:
+    """A rank seen only in part (a watchdog line without the process group, a progress line without the op) joins
+    the one fuller state it agrees with at the same SeqNum: PyTorch 2.3-2.5 print the two halves on two lines, and
+    a paste often keeps one of them for some ranks. A state that could join two is left apart."""
+    merged = dict(by_state)
+    for key in sorted(by_state, key=lambda k: sum(part is None for part in k), reverse=True):
+        if key not in merged or key[2] is None or None not in key[:4]:
+            continue
+        fuller = [
+            other
+            for other in merged
+            if other != key
+            and other[2] == key[2]
+            and other[4] == key[4]
+            and all(mine is None or mine == theirs for mine, theirs in zip(key[:4], other[:4]))
+        ]
+        if len(fuller) == 1:
+            merged[fuller[0]] = sorted(merged[fuller[0]] + merged.pop(key))
+    return merged
 
 
 def stack_groups(stacks: list[tuple[Stack, str | None]]) -> list[dict]:

@@ -59,3 +59,34 @@ def test_ranks_that_issued_collectives_ahead_of_the_hung_one_are_not_behind(rule
     found = verdict(rules, lines)
     assert [(row["rank"], row["last_enqueued"]) for row in found.table] == [(0, 20589), (1, 20585)]
     assert found.behind == []
+
+
+def test_ranks_seen_only_in_part_join_the_state_they_agree_with(rules):
+    """PyTorch 2.4 prints the watchdog line (op, no process group) and the progress line (no op) apart; a paste
+    kept one or the other for some ranks. All three ranks are in one place, ALLREDUCE #1580."""
+    watchdog = (
+        "[rank{r}]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=466119168, NumelOut=466119168, Timeout(ms)=600000) "
+        "ran for 600060 milliseconds before timing out.\n"
+    )
+    progress = (
+        "[rank{r}]:[E321 02:07:08.465150152 ProcessGroupNCCL.cpp:1664] [PG 1 Rank {r}] Exception (either an error or "
+        "timeout) detected by watchdog at work: 1580, last enqueued NCCL work: 1582, last completed NCCL work: 1579.\n"
+    )
+    lines = watchdog.format(r=0) + watchdog.format(r=2) + progress.format(r=0) + progress.format(r=1)
+    groups = verdict(rules, lines).groups
+    assert [(g["ranks"], g["where"]) for g in groups] == [([0, 1, 2], "ALLREDUCE #1580, last completed 1579")]
+
+
+def test_a_partial_state_that_could_join_two_places_stays_apart(rules):
+    watchdog = (
+        "[rank{r}]:[E321 02:07:08.4 ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=1580, OpType={op}, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600060 milliseconds "
+        "before timing out.\n"
+    )
+    progress = (
+        "[rank2]:[E321 02:07:08.5 ProcessGroupNCCL.cpp:1664] [PG 1 Rank 2] Exception (either an error or timeout) "
+        "detected by watchdog at work: 1580, last enqueued NCCL work: 1582, last completed NCCL work: 1579.\n"
+    )
+    lines = watchdog.format(r=0, op="ALLREDUCE") + watchdog.format(r=1, op="BROADCAST") + progress
+    assert len(verdict(rules, lines).groups) == 3
