@@ -169,13 +169,13 @@ def timeouts_merge(into: list[TimeoutSeen], new: list[TimeoutSeen], source: str 
 
 
 def duration_text(seconds: float) -> str:
-    """600 -> '600 s (10 min)'; 5400 -> '5400 s (1.5 h)'; 0.5 -> '0.5 s'."""
+    """600 -> '600 s (10 min)'; 5400 -> '5400 s (90 min)'; 23825 -> '23825 s (about 6.6 h)'; 45 -> '45 s'."""
     shown = f"{seconds:g} s"
-    if seconds >= 7200 and seconds % 3600 in (0, 1800):
-        return f"{shown} ({seconds / 3600:g} h)"
-    if seconds >= 120 and seconds % 60 == 0:
-        return f"{shown} ({seconds / 60:g} min)"
-    return shown
+    if seconds < 120:
+        return shown
+    value, unit = (seconds / 3600, "h") if seconds >= 7200 else (seconds / 60, "min")
+    rounded = round(value, 1)
+    return f"{shown} ({'' if rounded == value else 'about '}{rounded:g} {unit})"
 
 
 def _no_collective_limit(ordered: list[TimeoutSeen]) -> str:

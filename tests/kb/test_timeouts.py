@@ -127,7 +127,8 @@ def test_a_log_without_limits_has_no_timeouts(rules):
 
 
 @pytest.mark.parametrize(
-    "seconds, shown", [(600, "600 s (10 min)"), (5400, "5400 s (90 min)"), (7200, "7200 s (2 h)"), (45, "45 s")]
+    "seconds, shown",
+    [(600, "600 s (10 min)"), (5400, "5400 s (90 min)"), (7200, "7200 s (2 h)"), (45, "45 s"), (23825, "23825 s (about 6.6 h)")],
 )
 def test_durations_are_said_in_seconds_and_a_rounder_unit(seconds, shown):
     assert duration_text(seconds) == shown
