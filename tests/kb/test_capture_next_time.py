@@ -82,6 +82,7 @@ def test_each_capture_leaf_cites_the_triage_steps_of_what_its_script_records():
 
     subject = {
         "rank-stacks": "stacks",
+        "debug-server": "stacks",
         "flight-recorder": "Flight Recorder",
         "nccl-ras": "NCCL which ranks",
         "nccl-debug-triage": "transport",
