@@ -37,3 +37,8 @@ def page_or_fragment(
     response = TemplateResponse(request, fragment if wants_fragment(request) else page, context, status=status)
     patch_vary_headers(response, ("HX-Request",))
     return response
+
+
+def error_page(request: HttpRequest, status: int, title: str, message: str) -> TemplateResponse:
+    """A refusal or failure said in words: the error page, or its fragment swapped in place for htmx."""
+    return page_or_fragment(request, "error.html", "kb/_error.html", {"title": title, "message": message}, status=status)

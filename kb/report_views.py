@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST, require_safe, require_http_methods
 
-from kb.htmx import page_or_fragment, wants_fragment
+from kb.htmx import error_page, wants_fragment
 from kb.models import Case, LineTemplate, Report
 from kb.presentation import snapshot_markdown, snapshot_view
 from kb.reports import store
@@ -120,7 +120,7 @@ def report_create(request: HttpRequest) -> HttpResponse:
     try:
         snapshot = signing.loads(request.POST.get("payload", ""), salt=SNAPSHOT_SALT, max_age=24 * 3600)
     except signing.BadSignature:
-        return _message(
+        return error_page(
             request,
             400,
             "This result is out of date",
@@ -218,11 +218,11 @@ def report_delete(request: HttpRequest, report_id: str) -> HttpResponse:
     if request.method == "GET":
         return render(request, "kb/report_delete.html", {"report": report, "token": token})
     if not store.report_delete(report, token):
-        return _message(request, 403, "Not deleted", "Only the delete link given to whoever shared this report can delete it.")
+        return error_page(request, 403, "Not deleted", "Only the delete link given to whoever shared this report can delete it.")
     tokens = request.session.get(SESSION_TOKENS, {})
     tokens.pop(report_id, None)
     request.session[SESSION_TOKENS] = tokens
-    return _message(request, 200, "Report deleted", "The report and everything stored with it are gone.")
+    return error_page(request, 200, "Report deleted", "The report and everything stored with it are gone.")
 
 
 # --- votes -------------------------------------------------------------------------------------------
@@ -249,14 +249,14 @@ def vote(request: HttpRequest) -> HttpResponse:
         try:
             signed = signing.loads(request.POST.get("ballot", ""), salt=BALLOT_SALT, max_age=7 * 24 * 3600)
         except signing.BadSignature:
-            return _message(request, 400, "Vote not counted", "This form is out of date: reload the page and vote again.")
+            return error_page(request, 400, "Vote not counted", "This form is out of date: reload the page and vote again.")
         ballot = f"{target}:{signed['n']}"
         case_slug = signed.get("c", "")
         templates = signed.get("t", [])
     voted = request.session.get(SESSION_VOTED, [])
     key = f"{target}:{ref}"
     if target in ("case", "wizard") and key in voted:
-        return _message(request, 409, "Already counted", "Your vote on this page was already counted. Thank you.")
+        return error_page(request, 409, "Already counted", "Your vote on this page was already counted. Thank you.")
     other = request.POST.get("other_case", "")
     if other and not Case.objects.filter(slug=other).exists():
         other = ""
@@ -273,7 +273,7 @@ def vote(request: HttpRequest) -> HttpResponse:
             report=report,
         )
     except store.VoteRefused as err:
-        return _message(request, 409 if "already" in str(err) else 400, "Vote not counted", str(err))
+        return error_page(request, 409 if "already" in str(err) else 400, "Vote not counted", str(err))
     if answer in ("no", "other") and templates:
         store.templates_record("voted-wrong", templates[:20])
     request.session[SESSION_VOTED] = (voted + [key])[-200:]
@@ -282,7 +282,7 @@ def vote(request: HttpRequest) -> HttpResponse:
         return render(request, "kb/report_vote_done.html", {"answer": answer})
     if back and url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
         return HttpResponseRedirect(back)
-    return _message(request, 200, "Thank you", "Your answer was counted.")
+    return error_page(request, 200, "Thank you", "Your answer was counted.")
 
 
 # --- the curators' report ----------------------------------------------------------------------------
@@ -308,7 +308,3 @@ def curate(request: HttpRequest) -> HttpResponse:
         "total": LineTemplate.objects.count(),
     }
     return render(request, "kb/curate.html", context)
-
-
-def _message(request: HttpRequest, status: int, title: str, message: str) -> HttpResponse:
-    return page_or_fragment(request, "error.html", "kb/_error.html", {"title": title, "message": message}, status=status)

@@ -21,7 +21,7 @@ from kb.diagnose import job_diagnosis_run
 from kb.extensions import facts_link
 from kb.job_input import JobFile, JobInput, JobInputError, JobTooLarge, size_text
 from kb.log_input import LogTooLarge, NoLog, job_from_request
-from kb.htmx import page_or_fragment, wants_fragment
+from kb.htmx import error_page, page_or_fragment, wants_fragment
 from kb.forms import MAX_QUERY_CHARS, SearchForm, TagFilterForm, query_is_keywords  # noqa: F401 (MAX_QUERY_CHARS: kept importable from here)
 from kb.models import Alias, Case, ContentState, HarmlessLine
 from kb.search.index import IndexMissing, search as text_search, search_results
@@ -55,7 +55,7 @@ def search(request: HttpRequest) -> HttpResponse:
         return _search_posted(request)
     form = SearchForm(request.GET)
     if not form.is_valid():
-        return _error(request, 400, "Query too long", form.errors["q"][0])
+        return error_page(request, 400, "Query too long", form.errors["q"][0])
     query = form.query
     context = {"query": query, "limit": size_text(settings.KB_MAX_LOG_BYTES)}
     if query.strip() and form.is_keyword_search:
@@ -86,7 +86,7 @@ def _search_posted(request: HttpRequest) -> HttpResponse:
         return response
     data = query.encode("utf-8", errors="replace")
     if len(data) > settings.KB_MAX_LOG_BYTES:
-        return _error(
+        return error_page(
             request,
             413,
             "Log too large",
@@ -119,18 +119,20 @@ def diagnose(request: HttpRequest) -> HttpResponse:
     try:
         job = job_from_request(request)
     except LogTooLarge as err:
-        return _error(request, 413, "Log too large", f"{err} Trim it to the part around the first error, or split it per rank.")
+        return error_page(
+            request, 413, "Log too large", f"{err} Trim it to the part around the first error, or split it per rank."
+        )
     except JobTooLarge as err:
-        return _error(
+        return error_page(
             request,
             413,
             "Upload too large",
             f"{err} Upload the logs of the ranks that matter, or run python manage.py diagnose on the archive.",
         )
     except JobInputError as err:
-        return _error(request, 400, "Upload refused", str(err))
+        return error_page(request, 400, "Upload refused", str(err))
     except NoLog as err:
-        return _error(request, 400, "Nothing to diagnose", str(err))
+        return error_page(request, 400, "Nothing to diagnose", str(err))
     logs = job.logs()
     head = logs[0][1][:2000].decode("utf-8", errors="replace") if logs else ""
     context = {"query": "", "pasted": True, "limit": size_text(settings.KB_MAX_LOG_BYTES)}
@@ -170,7 +172,7 @@ def case_list(request: HttpRequest) -> HttpResponse:
         )
     form = TagFilterForm(request.GET)
     if not form.is_valid():
-        return _error(request, 400, "Bad tag filter", form.first_error())
+        return error_page(request, 400, "Bad tag filter", form.first_error())
     pairs = form.pairs()
     selected = [f"{f}:{v}" for f, v in pairs]
     context = {
@@ -264,11 +266,7 @@ SEARCH_UNAVAILABLE = (
 
 def _search_unavailable(request: HttpRequest) -> HttpResponse:
     """503, not an empty result: "no page mentions your words" would be a wrong answer, and a 500 a worse one."""
-    return _error(request, 503, "Search is unavailable", SEARCH_UNAVAILABLE)
-
-
-def _error(request: HttpRequest, status: int, title: str, message: str) -> HttpResponse:
-    return page_or_fragment(request, "error.html", "kb/_error.html", {"title": title, "message": message}, status=status)
+    return error_page(request, 503, "Search is unavailable", SEARCH_UNAVAILABLE)
 
 
 def not_found(request: HttpRequest, exception: Exception | str | None = None) -> HttpResponse:

@@ -15,9 +15,9 @@ from django.views.decorators.vary import vary_on_headers
 from django.views.decorators.http import require_safe
 
 from kb.report_views import wizard_vote_context
-from kb.htmx import HtmxHttpRequest, page_or_fragment
+from kb.htmx import HtmxHttpRequest, error_page, page_or_fragment
 from troubleshooter.engine import StateError, tree_step
-from troubleshooter.library import library_published
+from troubleshooter.library import Library, library_published
 from troubleshooter.links import state_url, step_url
 from troubleshooter.presentation import script_text, step_view_model
 from troubleshooter.state import State, state_parse, state_resolve
@@ -43,9 +43,10 @@ def index(request: HtmxHttpRequest) -> HttpResponse:
 @require_safe
 def step(request: HtmxHttpRequest, tree_id: str) -> HttpResponse:
     """One step of a tree, named by the answers in the query."""
-    if not library_published().trees:
+    library = library_published()
+    if not library.trees:
         return _unavailable(request)
-    tree = _tree_or_404(tree_id)
+    tree = _tree_or_404(library, tree_id)
     try:
         state, error = state_parse(dict(request.GET.lists())), None
     except StateError as err:
@@ -66,9 +67,10 @@ def step(request: HtmxHttpRequest, tree_id: str) -> HttpResponse:
 @require_safe
 def script(request: HtmxHttpRequest, tree_id: str) -> HttpResponse:
     """fix.sh for a state that reached a leaf, as a download."""
-    if not library_published().trees:
+    library = library_published()
+    if not library.trees:
         return _unavailable(request)
-    tree = _tree_or_404(tree_id)
+    tree = _tree_or_404(library, tree_id)
     try:
         resolved = tree_step(tree, state_parse(dict(request.GET.lists())).answers)
     except StateError as err:
@@ -83,18 +85,19 @@ def script(request: HtmxHttpRequest, tree_id: str) -> HttpResponse:
     return response
 
 
+UNAVAILABLE = (
+    "The troubleshooter is unavailable: this site has no published content to walk. The site's error log says "
+    "what is wrong; running python manage.py load_content on the server publishes it."
+)
+
+
 def _unavailable(request: HtmxHttpRequest) -> HttpResponse:
     """No published trees (no build, or one that lost its snapshot): a 503 that says so, not an empty list."""
-    message = (
-        "The troubleshooter is unavailable: this site has no published content to walk. The site's error log says "
-        "what is wrong; running python manage.py load_content on the server publishes it."
-    )
-    context = {"title": "Troubleshooter unavailable", "message": message}
-    return page_or_fragment(request, "error.html", "kb/_error.html", context, status=503)
+    return error_page(request, 503, "Troubleshooter unavailable", UNAVAILABLE)
 
 
-def _tree_or_404(tree_id: str) -> Tree:
-    tree = library_published().trees.get(tree_id)
+def _tree_or_404(library: Library, tree_id: str) -> Tree:
+    tree = library.trees.get(tree_id)
     if tree is None:
         raise Http404(f"There is no troubleshooter called '{tree_id}'.")
     return tree
