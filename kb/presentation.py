@@ -350,6 +350,7 @@ def _timeouts_snapshot(timeouts: dict[str, Any]) -> dict[str, Any]:
         "summary": timeouts["summary"],
         "limits": [{key: limit[key] for key in keep} for limit in timeouts["limits"]],
         "notes": list(timeouts["notes"]),
+        "telling": timeouts["telling"],
     }
 
 

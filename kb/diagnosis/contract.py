@@ -176,7 +176,7 @@ def diagnosis_text(result: dict) -> str:
             out.append(f"  {'*' if group['odd'] else ' '} {group['text']}{labels}{who}{link}")
     elif "ranks" in result:
         out.append(f"\nWhere is every rank: {result['ranks']['summary']}")
-    if "timeouts" in result and (result["timeouts"]["notes"] or len(result["timeouts"]["limits"]) > 1):
+    if "timeouts" in result and result["timeouts"]["telling"]:
         out.append(f"\nTimeouts: {result['timeouts']['summary']}")
         for limit in result["timeouts"]["limits"]:
             where = f"{limit['source']}:" if limit["source"] else ""

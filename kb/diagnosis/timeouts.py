@@ -108,27 +108,24 @@ class TimeoutSeen:
 def timeouts_extract(scanner: TextScanner, lines: LineLocator, start: int = 0, end: int | None = None) -> list[TimeoutSeen]:
     """Every distinct limit in `scanner.text[start:end]`, with the first line that shows it."""
     end = len(scanner.text) if end is None else end
-    seen: list[TimeoutSeen] = []
+    found: list[TimeoutSeen] = []
     for rule in RULES:
         for count, match in enumerate(scanner.matches(rule.pattern, rule.literals)):
             if count >= MAX_LINES_PER_RULE:
                 break
             seconds = _seconds(match.group(1), rule.unit)
             if seconds is not None and start <= match.start() < end:
-                found = _seen(rule.kind, rule.setting, seconds, rule.fired, scanner.text, lines, match.start())
-                timeouts_merge(seen, [found], None)
-    for match in scanner.matches(SLURM_LIMIT_HIT, ("DUE TO TIME LIMIT",)):
-        if start <= match.start() < end:
-            timeouts_merge(seen, [_seen("job", "Slurm --time", None, True, scanner.text, lines, match.start())], None)
-            break
+                found.append(_seen(rule.kind, rule.setting, seconds, rule.fired, lines, match.start()))
+    hit = next((m for m in scanner.matches(SLURM_LIMIT_HIT, ("DUE TO TIME LIMIT",)) if start <= m.start() < end), None)
+    if hit is not None:
+        found.append(_seen("job", "Slurm --time", None, True, lines, hit.start()))
+    seen: list[TimeoutSeen] = []
+    timeouts_merge(seen, found, None)
     return seen
 
 
-def _seen(kind: str, setting: str, seconds: float | None, fired: bool, text: str, lines: LineLocator, at: int) -> TimeoutSeen:
-    line_start = text.rfind("\n", 0, at) + 1
-    line_end = text.find("\n", at)
-    shown = text[line_start : line_end if line_end != -1 else len(text)].strip()
-    return TimeoutSeen(kind, setting, seconds, lines.line_number(at), shown[:300], fired)
+def _seen(kind: str, setting: str, seconds: float | None, fired: bool, lines: LineLocator, at: int) -> TimeoutSeen:
+    return TimeoutSeen(kind, setting, seconds, lines.line_number(at), lines.line_text(at, 300).strip(), fired)
 
 
 def _seconds(value: str, unit: float) -> float | None:
@@ -243,4 +240,11 @@ def timeouts_summary(seen: list[TimeoutSeen], ran_for_ms: int | None = None) -> 
         else _no_collective_limit(ordered)
     )
     limits = [{**asdict(t), "bounds": BOUNDS[t.kind], "duration": duration_text(t.seconds) if t.seconds else ""} for t in ordered]
-    return {"summary": summary, "first": limits[ordered.index(first)] if first else None, "limits": limits, "notes": notes}, facts
+    return {
+        "summary": summary,
+        "first": limits[ordered.index(first)] if first else None,
+        "limits": limits,
+        "notes": notes,
+        # one limit and nothing to say of it repeats the watchdog line: the page and the command line skip it
+        "telling": bool(notes) or len(limits) > 1,
+    }, facts
