@@ -7,7 +7,7 @@ conditions score, so the verdict changes which case wins, not only what the page
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from kb.diagnosis.events import Failure
 from kb.diagnosis.facts import RankState
@@ -155,9 +155,10 @@ def _silent(reporting: dict[int, RankState], world_size: int | None) -> list[int
 def _groups(reporting: dict[int, RankState], silent: list[int], behind: list[int]) -> list[dict]:
     """Ranks grouped by where they are (collective, SeqNum, last completed), largest group first; the
     silent ranks and the ranks behind are the odd ones out."""
-    by_state: dict[tuple, list[int]] = {}
+    by_state: dict[_Place, list[int]] = {}
     for rank, state in reporting.items():
-        by_state.setdefault((state.pg, state.op, state.seq, state.last_completed, _not_issued_next(state)), []).append(rank)
+        place = _Place(state.pg, state.op, state.seq, state.last_completed, _not_issued_next(state))
+        by_state.setdefault(place, []).append(rank)
     by_state = _partial_states_merged(by_state)
     groups = []
     for (pg, op, seq, completed, not_issued), members in by_state.items():
@@ -181,24 +182,37 @@ def _groups(reporting: dict[int, RankState], silent: list[int], behind: list[int
     return groups
 
 
-def _partial_states_merged(by_state: dict[tuple, list[int]]) -> dict[tuple, list[int]]:
+class _Place(NamedTuple):
+    """Where a rank's watchdog and progress lines put it."""
+
+    pg: str | None
+    op: str | None
+    seq: int | None
+    completed: int | None
+    not_issued: bool
+
+    def known(self) -> tuple:
+        return self.pg, self.op, self.seq, self.completed
+
+
+def _partial_states_merged(by_state: dict[_Place, list[int]]) -> dict[_Place, list[int]]:
     """A rank seen only in part (a watchdog line without the process group, a progress line without the op) joins
-    the one fuller state it agrees with at the same SeqNum: PyTorch 2.3-2.5 print the two halves on two lines, and
-    a paste often keeps one of them for some ranks. A state that could join two is left apart."""
+    the one fuller place it agrees with at the same SeqNum: PyTorch 2.3-2.5 print the two halves on two lines, and
+    a paste often keeps one of them for some ranks. A place that could join two is left apart."""
     merged = dict(by_state)
-    for key in sorted(by_state, key=lambda k: sum(part is None for part in k), reverse=True):
-        if key not in merged or key[2] is None or None not in key[:4]:
+    for place in sorted(by_state, key=lambda p: sum(part is None for part in p.known()), reverse=True):
+        if place not in merged or place.seq is None or None not in place.known():
             continue
         fuller = [
             other
             for other in merged
-            if other != key
-            and other[2] == key[2]
-            and other[4] == key[4]
-            and all(mine is None or mine == theirs for mine, theirs in zip(key[:4], other[:4]))
+            if other != place
+            and other.seq == place.seq
+            and other.not_issued == place.not_issued
+            and all(mine is None or mine == theirs for mine, theirs in zip(place.known(), other.known()))
         ]
         if len(fuller) == 1:
-            merged[fuller[0]] = sorted(merged[fuller[0]] + merged.pop(key))
+            merged[fuller[0]] = sorted(merged[fuller[0]] + merged.pop(place))
     return merged
 
 
