@@ -141,7 +141,7 @@ def job_read(
 def _read_item(item, limits: _Limits, notes: list[str]) -> list[tuple[str, bytes]]:
     if isinstance(item, tuple):
         name, data = item
-        if hasattr(data, "read"):  # an uploaded file with its path inside the folder the user chose
+        if hasattr(data, "read"):  # an uploaded file, named by its path inside the folder the user chose, if any
             return _maybe_archive(_member_path(str(name), limits, "The folder has a file", "the folder"), data, limits, notes)
         return _maybe_archive(str(name), io.BytesIO(bytes(data)), limits, notes)
     if isinstance(item, (str, os.PathLike)):

@@ -84,8 +84,8 @@ def job_from_request(request: HttpRequest, *, allow_raw_body: bool = False) -> J
                 sources = [("body", body)] if body.strip() else []
         elif content_type.startswith(("multipart/form-data", "application/x-www-form-urlencoded")):
             sources = []
-            uploads = request.FILES.getlist("file") + _folder_uploads(request)
-            if sum(upload.size for _, upload in _named(uploads)) > limit:
+            uploads = [(upload.name, upload) for upload in request.FILES.getlist("file")] + _folder_uploads(request)
+            if sum(upload.size for _, upload in uploads) > limit:
                 raise LogTooLarge(limit)
             text = request.POST.get("log", "")
             if text.strip() and uploads:
@@ -125,20 +125,15 @@ def job_from_request(request: HttpRequest, *, allow_raw_body: bool = False) -> J
     return JobInput(files=[JobFile(name=name, data=data)])
 
 
-def _folder_uploads(request: HttpRequest) -> list:
-    """The files of a chosen folder, each with its path inside the folder when the page sent those paths
-    (static/js/site.js copies each file's webkitRelativePath into a `folder_path` field, in the same order):
-    torchrun's `<rank>/stdout.log` then keeps the folder that names its rank. Without them, bare names."""
+def _folder_uploads(request: HttpRequest) -> list[tuple[str, UploadedFile]]:
+    """(path, file) for each file of a chosen folder: its path inside the folder when the page sent those paths
+    (static/js/site.js copies each file's webkitRelativePath into a `folder_path` field, in the same order), so
+    torchrun's `<rank>/stdout.log` keeps the folder that names its rank; else its bare name."""
     files = request.FILES.getlist("folder")
     paths = request.POST.getlist("folder_path")
     if len(paths) != len(files) or any(not path or path.rsplit("/", 1)[-1] != upload.name for path, upload in zip(paths, files)):
-        return files
+        paths = [upload.name for upload in files]
     return list(zip(paths, files))
-
-
-def _named(uploads: list) -> list:
-    """(name, upload) for each upload, whether or not it came with its folder path."""
-    return [item if isinstance(item, tuple) else (item.name, item) for item in uploads]
 
 
 def _job_limits() -> dict[str, int]:
