@@ -33,7 +33,7 @@ from itertools import islice
 from typing import Any
 
 from kb.diagnosis.scanning import TextScanner
-from kb.diagnosis.stacks import FAULTHANDLER, Stack
+from kb.diagnosis.stacks import FAULTHANDLER, STACK_HEAD, Stack
 
 RANK_HEADER = "=== Rank "
 FR_HEADER = "FR Trace ==="  # "=== FR Trace ===", "=== FR Trace NCCL ===", "=== TorchComms FR Trace ==="
@@ -62,7 +62,7 @@ _ERROR_RE = re.compile(r"Error: (\d{3})[ \t\r]*$")
 _PARTIAL_RE = re.compile(r"PARTIAL DATA: (\d{1,7})/(\d{1,7}) workers responded")
 _PARTIAL_RANK_RE = re.compile(r"  Rank (\d{1,7}): ")
 # Where an answer ends: the next line at the margin that is not itself a stack's header.
-_STACK_HEAD_RE = re.compile(r"(?:Current thread|Thread) 0x[0-9A-Fa-f]{1,20} |Thread \d{1,10} \(|Process \d{1,10}: |Python v\d")
+_STACK_HEAD_RE = re.compile(STACK_HEAD)
 _DUMP_NAME_RE = re.compile(r"(?:^|/)([a-z][a-z0-9_]{0,40})_(\d{8}_\d{6})\.txt$")
 _NUMBER_RE = re.compile(r"\d{1,7}")
 _INNER_RE = re.compile(

@@ -31,7 +31,11 @@ _FAULT_FRAME = re.compile(r'File "([^"\n]{1,500})", line \d+ in ([^\s]{1,200})')
 _PYSPY_FRAME = re.compile(r"^\s{2,}(\S{1,200}) \(([^()\s]{1,500}?)(?::\d+)?\)\s*$")
 _GDB_FRAME = re.compile(r"#(\d{1,4})\s+(?:0x[0-9a-fA-F]+ in )?([\w:~<>.@]{1,300}) \(")
 _GDB_WHERE = re.compile(r"\) (?:at ([^\s:]{1,300}):\d+|from (\S{1,300}))\s*$")
-_PYSPY_PREAMBLE = re.compile(r"Process \d+: |Python v\d|\s*$")
+# py-spy's own lines above a dump's first thread, and every header a stack dump starts a thread with: a reader
+# that walks back to a rank's heading, or forward to where a dump ends, steps over these.
+PYSPY_PREAMBLE = r"Process \d{1,10}: |Python v\d"
+STACK_HEAD = rf"(?:Current thread|Thread) 0x[0-9A-Fa-f]{{1,20}} |Thread \d{{1,10}} \(|{PYSPY_PREAMBLE}"
+_PREAMBLE_OR_BLANK = re.compile(rf"{PYSPY_PREAMBLE}|\s*$")
 _RANK_MENTION = re.compile(r"\brank[ _:=#]?(\d{1,5})\b", re.IGNORECASE)
 
 
@@ -205,7 +209,7 @@ def _rank_nearby(text: str, start: int) -> int | None:
     while counted < 2 and end > 0:
         line_start = text.rfind("\n", 0, end) + 1
         line = text[line_start:end]
-        if counted == 0 and skipped < 3 and _PYSPY_PREAMBLE.match(line):
+        if counted == 0 and skipped < 3 and _PREAMBLE_OR_BLANK.match(line):
             skipped += 1
             window_end = line_start
         else:
