@@ -37,8 +37,8 @@ test: install-dev browser nginx
 	$(VENV)/bin/ruff check kb troubleshooter config tests
 	$(VENV)/bin/ruff format --check kb troubleshooter config tests
 	$(PY) -m pytest -n auto
-	@echo "== the tests that touch the database (browser ones aside) again on PostgreSQL, started on loopback by tests/postgres/start.sh =="
-	DATABASE_URL="$$(bash tests/postgres/start.sh)" $(PY) -m pytest -n auto -m "database and not browser"
+	@echo "== the tests that touch the database (browser ones aside) again, on a throwaway PostgreSQL (tests/postgres/run.sh) =="
+	bash tests/postgres/run.sh $(PY) -m pytest -n auto -m "database and not browser"
 
 # Known vulnerabilities in the virtualenv's packages (pip-audit, pinned in requirements-dev.txt): fails when one is
 # found; where its service cannot answer it says so plainly and passes (see tests/audit/run.py).

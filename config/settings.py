@@ -79,6 +79,12 @@ TEMPLATES = [
 WSGI_APPLICATION = "config.wsgi.application"
 
 # PostgreSQL (or any database) through DATABASE_URL; SQLite under var/ when it is unset.
+if "DATABASE_URL" in os.environ and not os.environ["DATABASE_URL"].strip():
+    from django.core.exceptions import ImproperlyConfigured  # here: `manage.py diagnose` reads settings without Django
+
+    raise ImproperlyConfigured(
+        "DATABASE_URL is set but empty: unset it to use SQLite, or give a URL such as postgres://user:pass@host:5432/db"
+    )
 DATABASES = {
     "default": dj_database_url.config(
         default=f"sqlite:///{os.environ.get('SQLITE_PATH', BASE_DIR / 'var' / 'db.sqlite3')}",
