@@ -9,7 +9,9 @@ substring search; most patterns are absent from most logs.
 from __future__ import annotations
 
 import functools
+import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
@@ -163,15 +165,45 @@ def literals_present(
 
     The text is scanned chunk by chunk, each chunk with a look-behind of the longest literal, so an
     occurrence is reported in the chunk where it ends. A literal printed once at start-up then costs one
-    chunk's search afterwards, not a sweep to the end of a 50 MB log."""
+    chunk's search afterwards, not a sweep to the end of a 50 MB log. Hyperscan lets go of the GIL while it
+    scans, so a large text is cut into one run of chunks per core, each scanned in a thread of its own."""
     compiled = _literal_database(frozenset(literals)) if use_hyperscan else None
     if compiled is None:
         return None
     database, ordered, overlap = compiled
     data = memoryview(encoded if encoded is not None else text.encode("utf-8", errors="replace"))
+    count = (len(data) + CHUNK_BYTES - 1) // CHUNK_BYTES or 1
+    parts = max(1, min(os.cpu_count() or 1, count // MIN_CHUNKS_A_THREAD))
+    bounds = [count * part // parts for part in range(parts + 1)]
+    runs = [(bounds[part], bounds[part + 1]) for part in range(parts)]
+    if parts == 1:
+        found = [_chunks_scan(database, ordered, overlap, data, runs[0], None)]
+    else:
+        scratches = [hyperscan.Scratch(database) for _ in runs]
+        with ThreadPoolExecutor(max_workers=parts) as pool:
+            found = list(
+                pool.map(lambda run, scratch: _chunks_scan(database, ordered, overlap, data, run, scratch), runs, scratches)
+            )
     first_end: dict[Literal, int] = {}
     chunks: dict[Literal, list[int]] = {}
-    for chunk in range((len(data) + CHUNK_BYTES - 1) // CHUNK_BYTES or 1):
+    for part_first, part_chunks in found:  # in text order: a literal's first occurrence is in its first run
+        for literal, end in part_first.items():
+            first_end.setdefault(literal, end)
+        for literal, indexes in part_chunks.items():
+            chunks.setdefault(literal, []).extend(indexes)
+    return Presence(first_end, chunks)
+
+
+MIN_CHUNKS_A_THREAD = 8  # below 8 MB a second thread costs more than it saves
+
+
+def _chunks_scan(
+    database, ordered: list[Literal], overlap: int, data: memoryview, run: tuple[int, int], scratch
+) -> tuple[dict[Literal, int], dict[Literal, list[int]]]:
+    """The chunks first..last-1 of `data`: each literal's first end offset and the chunks it ends in."""
+    first_end: dict[Literal, int] = {}
+    chunks: dict[Literal, list[int]] = {}
+    for chunk in range(*run):
         begin = max(0, chunk * CHUNK_BYTES - overlap)
 
         def on_match(index: int, start: int, end: int, flags: int, context: object) -> None:
@@ -179,8 +211,8 @@ def literals_present(
             first_end.setdefault(literal, begin + end)
             chunks.setdefault(literal, []).append(chunk)
 
-        database.scan(data[begin : (chunk + 1) * CHUNK_BYTES], match_event_handler=on_match)
-    return Presence(first_end, chunks)
+        database.scan(data[begin : (chunk + 1) * CHUNK_BYTES], match_event_handler=on_match, scratch=scratch)
+    return first_end, chunks
 
 
 def bytes_contain(data: bytes, literal: str) -> bool:

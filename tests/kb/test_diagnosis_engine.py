@@ -198,6 +198,25 @@ def test_lines_are_found_in_every_chunk_that_holds_them_and_across_chunk_boundar
     assert [text[a:b].split("nranks ")[1][:2] for a, b in with_map] == ["8 ", "16", "32"]
 
 
+def test_a_text_scanned_in_threads_gives_the_presence_map_of_one_thread(monkeypatch):
+    """Each core scans its own run of chunks; first occurrences and chunk lists must read as one pass's."""
+    monkeypatch.setattr(scanning, "CHUNK_BYTES", 64)
+    lines = ["iteration %d | lm loss: 2.5 |" % i for i in range(400)]
+    lines[3] = "host:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 8 - Init COMPLETE"
+    lines[250] = "[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE)"
+    lines[399] = "last nranks 32"
+    data = ("\n".join(lines) + "\n").encode()
+    literals = [("nranks ", False), ("Watchdog caught", False), ("OpType=", False), ("lm loss", False), ("absent", False)]
+    monkeypatch.setattr(scanning.os, "cpu_count", lambda: 4)
+    threaded = scanning.literals_present("", literals, encoded=data)
+    monkeypatch.setattr(scanning.os, "cpu_count", lambda: 1)
+    single = scanning.literals_present("", literals, encoded=data)
+    assert len(data) // 64 >= 4 * scanning.MIN_CHUNKS_A_THREAD  # four runs of chunks, so the merge is exercised
+    assert threaded == single
+    assert threaded.first_end[("Watchdog caught", False)] == data.index(b"Watchdog caught") + len("Watchdog caught")
+    assert ("absent", False) not in threaded.first_end
+
+
 def test_the_last_match_is_found_from_the_last_chunk_holding_its_literal(monkeypatch):
     import re
 
