@@ -446,7 +446,10 @@ def snapshot_view(snapshot: dict[str, Any]) -> dict[str, Any]:
     guide = next((m for m in matches if m["kind"] == "guide"), None)
     harmless = snapshot.get("harmless", [])
     any_confident = any(m["confident"] for m in causes)
+    where = snapshot.get("rank_groups")
     return {
+        # the answer box's one line on where the ranks are, when some rank is not where the others are
+        "where_line": where["summary"] if where and any(g["odd"] for g in where["groups"]) else "",
         "matches": matches,
         "causes": causes,
         "best": best,

@@ -46,6 +46,26 @@ def test_a_job_tarball_posted_in_the_form_names_the_silent_rank_and_the_top_case
     assert where_summary(page) == "3 ranks in ALLREDUCE #1 (timed out) · rank 0: printed output, but no timeout line"
 
 
+def answer_box(page: str) -> str:
+    start = page.find('id="answer"')
+    return page[start : page.find("</section>", start)]
+
+
+def test_the_answer_box_says_where_the_ranks_are_when_one_is_not_with_the_others(client):
+    """The odd rank belongs on the first screen, beside the cause, not only in the section further down."""
+    response = client.post("/diagnose", {"file": upload("job-71.tar.gz", tar_gz(torchrun_job(silent=2)))})
+    box = answer_box(response.content.decode())
+    assert 'href="#where"' in box
+    box = html.unescape(re.sub(r"<[^>]+>", "", box))
+    assert "Where the ranks are: 3 ranks in ALLREDUCE #1 (timed out) · rank 2: printed output, but no timeout line" in box
+
+
+def test_the_answer_box_has_no_where_line_when_every_rank_is_in_one_place(client):
+    response = client.post("/diagnose", {"file": upload("job-71.tar.gz", tar_gz(torchrun_job(silent=99)))})
+    page = response.content.decode()
+    assert 'id="where"' in page and "Where the ranks are" not in answer_box(page)
+
+
 def test_a_job_tarball_uploaded_to_the_api_names_the_silent_rank_and_the_top_case(client):
     result = client.post("/api/diagnose", {"file": upload("job-71.tar.gz", tar_gz(torchrun_job(silent=0)))}).json()
     assert result["matches"][0]["slug"] == TOP_CASE
