@@ -23,7 +23,11 @@ FACTS: dict[str, tuple[str, str]] = {
     "world_size": ("int", "the job's size, from a launch line or the log"),
     "silent_ranks": ("ints", "ranks of the world that never reported a timeout while others did"),
     "behind_ranks": ("ints", "ranks whose last completed collective is the lowest"),
-    "ranks_disagree": ("bool", "ranks were in different collectives at the same or adjacent SeqNum (a desync)"),
+    "ranks_disagree": (
+        "bool",
+        "ranks were in different collectives, or ran one collective with different input sizes, at the same or adjacent "
+        "SeqNum (a desync)",
+    ),
     "first_collective": ("bool", "every rank that timed out was in its process group's first collective"),
     "object_collective": (
         "bool",
@@ -67,6 +71,11 @@ FACTS: dict[str, tuple[str, str]] = {
     "flight_recorder": ("str", "'present' when Flight Recorder evidence was read (dumps, or the analyzer's report)"),
     "nccl_tests": ("str", "nccl-tests output: header-only (it printed its header and no result row) or results"),
     "p2p_check": ("str", "CUDA samples peer-to-peer test: failed or passed"),
+    "p2p_bandwidth": (
+        "str",
+        "CUDA samples p2pBandwidthLatencyTest: slower (a pair copies with peer access at under half the staged "
+        "copy's bandwidth), normal, or stopped (its output ends under a heading with no row)",
+    ),
     "shm_size_mb": ("int", "size of /dev/shm in a pasted df line, in MiB"),
     "gpu_links": ("strs", "link kinds in a pasted nvidia-smi topo -m matrix: NV, PIX, PXB, PHB, NODE, SYS"),
     "ib_port_state": ("strs", "port states in a pasted ibv_devinfo: PORT_ACTIVE, PORT_DOWN, PORT_INIT"),

@@ -149,9 +149,17 @@ STAGES = _table(
             r"[Ss]aving (?:model |latest |last )?checkpoint|saving checkpoint at iteration"
             r"|Saving (?:model|Optimizer state|current state) to \S{0,300}(?:pytorch_model|optimizer|checkpoint)"
             # accelerate's save_state with DeepSpeed; DeepSpeed's torch checkpoint engine at commit
-            r"|Saving DeepSpeed Model and Optimizer|\[Torch\] Checkpoint \S{1,200} is ready now!",
+            r"|Saving DeepSpeed Model and Optimizer|\[Torch\] Checkpoint \S{1,200} is ready now!"
+            # PyTorch 2.4-2.10 warn once when FSDP.state_dict_type is first used: a state-dict save is starting
+            # (a resumed run's load warns too, but its training lines then follow and become the last stage)
+            r"|FSDP\.state_dict_type\(\) and FSDP\.set_state_dict_type\(\) are being deprecated",
         ),
         ("building extension", r"Building extension module|Emitting ninja build file|PyTorch extensions root"),
+        # cpp_extension prints this once the module is built and imported (verbose loads); DeepSpeed's op builder
+        # prints its load time: the build the lines above announce is over, so it is not where the job stopped
+        ("extension loaded", r"Loading extension module \w+\.\.\.|Time to load \w+ op: "),
+        # the Trainer's end-of-train() metrics (its log dict, or log_metrics' table): what follows is the final save
+        ("training finished", r"\{'train_runtime': |\btrain_runtime\s+= "),
         ("building datasets", r"> building train, validation, and test datasets"),
         ("building dataset indices", r"building the indices on rank 0|Build and save the (?:document|sample|shuffle) index"),
     )

@@ -27,6 +27,15 @@ P2P_PEER = "> Peer access from "
 P2P_VERIFY_FAILED = "Verification error @ element"
 P2P_PASSED = "Test passed"
 
+# CUDA samples p2pBandwidthLatencyTest: a bandwidth matrix per mode, each under its own heading. With peer access
+# enabled a GPU pair should copy at least as fast as the staged copy through the host; far slower means the platform
+# advertises P2P and does not deliver it (ACS, IOMMU), and a test that stops under a heading hung in that copy.
+P2P_BW_DISABLED = "Unidirectional P2P=Disabled Bandwidth Matrix"
+P2P_BW_ENABLED = "Unidirectional P2P=Enabled Bandwidth"  # "(P2P Writes) Matrix" in current samples, "Matrix" before
+P2P_BW_HEADINGS = (P2P_BW_DISABLED, P2P_BW_ENABLED, "Bidirectional P2P=", "P2P=Disabled Latency", "P2P=Enabled Latency")
+P2P_BW_SLOWER = 0.5  # enabled below half the staged copy's bandwidth
+_MATRIX_ROW = re.compile(r"^\s{0,8}(\d{1,3})((?:[ \t]+[\d.]{1,10}){1,64})[ \t]*$")
+
 # df -h: "shm  64M  0  64M  0% /dev/shm" (Docker names the filesystem shm; Kubernetes and hosts tmpfs).
 _DF_SHM = re.compile(r"^\S{1,64}\s+([\d.]{1,8})([KMGT]?)i?\s+\S{1,12}\s+\S{1,12}\s+\d{1,3}%\s+/dev/shm\s*$", re.MULTILINE)
 _UNITS = {"": 1 / (1024 * 1024), "K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
@@ -70,6 +79,7 @@ LITERALS = (
     P2P_PEER,
     P2P_VERIFY_FAILED,
     P2P_PASSED,
+    *P2P_BW_HEADINGS,
     "/dev/shm",
     TOPO_HEADER,
     "link_layer:",
@@ -93,6 +103,9 @@ def tool_facts(scanner: TextScanner) -> dict[str, Any]:
         facts["p2p_check"] = "failed"
     elif _present(scanner, P2P_PEER) and _present(scanner, P2P_PASSED):
         facts["p2p_check"] = "passed"
+    bandwidth = _p2p_bandwidth(scanner)
+    if bandwidth:
+        facts["p2p_bandwidth"] = bandwidth
     for start, end in scanner.lines_with("/dev/shm"):
         match = _DF_SHM.search(text, start, end + 1 if end < len(text) else end)
         if match:
@@ -118,6 +131,48 @@ def tool_facts(scanner: TextScanner) -> dict[str, Any]:
     facts.update(_recorder_report(scanner))
     facts.update(ras.ras_facts(scanner))
     return facts
+
+
+def _p2p_bandwidth(scanner: TextScanner) -> str | None:
+    """p2pBandwidthLatencyTest's verdict: "slower" when some GPU pair copies with peer access at under half the
+    bandwidth of the staged copy, "normal" when no pair does, "stopped" when the output ends under one of its
+    headings with no row (the copy it was measuring never finished); None without the test's output."""
+    headings = sorted(span for heading in P2P_BW_HEADINGS for span in scanner.lines_with(heading))
+    if not headings:
+        return None
+    if not _matrix(scanner.text, headings[-1][1] + 1):
+        return "stopped"
+    disabled = next(iter(scanner.lines_with(P2P_BW_DISABLED)), None)
+    enabled = next(iter(scanner.lines_with(P2P_BW_ENABLED)), None)
+    if disabled is None or enabled is None:
+        return None
+    staged, peer = _matrix(scanner.text, disabled[1] + 1), _matrix(scanner.text, enabled[1] + 1)
+    pairs = [(a, b) for a in staged for b in range(len(staged[a])) if a != b and a in peer and b < len(peer[a])]
+    if not pairs:
+        return None
+    slower = any(staged[a][b] > 0 and peer[a][b] < P2P_BW_SLOWER * staged[a][b] for a, b in pairs)
+    return "slower" if slower else "normal"
+
+
+def _matrix(text: str, pos: int, limit: int = 66) -> dict[int, list[float]]:
+    """The rows of a matrix printed from `pos` on (its column header line skipped), by row label."""
+    rows: dict[int, list[float]] = {}
+    for number in range(limit):
+        end = text.find("\n", pos)
+        end = len(text) if end == -1 else end
+        line = text[pos:end]
+        match = _MATRIX_ROW.match(line)
+        if match:
+            try:
+                rows[int(match.group(1))] = [float(cell) for cell in match.group(2).split()]
+            except ValueError:  # "1.2.3": not a number, not this table
+                break
+        elif number > 0 or "D\\D" not in line and "GPU" not in line:
+            break
+        if end >= len(text):
+            break
+        pos = end + 1
+    return rows
 
 
 def _recorder_report(scanner: TextScanner) -> dict[str, Any]:

@@ -43,7 +43,8 @@ def rank_verdict(ranks: dict[int, RankState], world_size: int | None, failure: F
     progress = {r: _progress(s) for r, s in reporting.items()}
     lowest = min(progress.values())
     behind = sorted(r for r, p in progress.items() if p == lowest) if len(set(progress.values())) > 1 else []
-    disagree = _disagree(reporting)
+    mismatch = _size_mismatch(reporting)
+    disagree = _disagree(reporting) or bool(mismatch)
     silent = _silent(reporting, world_size)
     seqs = [s.seq for s in reporting.values() if s.seq is not None]
     first = bool(seqs) and max(seqs) <= 1 and len({s.pg for s in reporting.values()}) == 1
@@ -68,7 +69,9 @@ def rank_verdict(ranks: dict[int, RankState], world_size: int | None, failure: F
         parts.append(
             f"{ranks_text(behind)} had made the least progress and {'is' if len(behind) == 1 else 'are'} behind the others"
         )
-    if disagree:
+    if mismatch:
+        parts.append(mismatch)
+    elif disagree:
         parts.append(
             "ranks were in different collectives at the same or adjacent SeqNum: the code paths differ between ranks (a desync)"
         )
@@ -140,6 +143,27 @@ def _disagree(reporting: dict[int, RankState]) -> bool:
             if nxt and nxt != ops:
                 return True
     return False
+
+
+# Collectives whose input must have the same number of elements on every rank (NCCL does not check; a mismatch
+# hangs or corrupts). The list forms of all_gather and reduce_scatter are left out: PyTorch runs unequal sizes
+# there through another path, and all-to-all and point-to-point sizes differ by design.
+SIZE_MATCHED_OPS = frozenset({"ALLREDUCE", "BROADCAST", "REDUCE", "_ALLGATHER_BASE", "_REDUCE_SCATTER_BASE"})
+
+
+def _size_mismatch(reporting: dict[int, RankState]) -> str:
+    """Ranks of one process group at the same SeqNum of the same collective with different input sizes: they
+    passed different tensors (a bucket or a parameter one rank does not have), so the collective cannot match."""
+    places: dict[tuple, dict[int, list[int]]] = {}
+    for rank, state in reporting.items():
+        if state.op in SIZE_MATCHED_OPS and state.seq is not None and state.numel_in is not None and state.numel_in >= 0:
+            places.setdefault((state.pg, state.op, state.seq), {}).setdefault(state.numel_in, []).append(rank)
+    for (_, op, seq), by_size in sorted(places.items(), key=lambda item: (item[0][2], item[0][1])):
+        if len(by_size) > 1:
+            sizes = sorted(by_size.items(), key=lambda item: (-len(item[1]), item[0]))[:4]
+            said = " and ".join(f"{ranks_text(sorted(ranks))} on {numel} elements" for numel, ranks in sizes)
+            return f"ranks ran {op} #{seq} with different input sizes ({said}): the tensors differ between ranks (a desync)"
+    return ""
 
 
 def _silent(reporting: dict[int, RankState], world_size: int | None) -> list[int]:

@@ -161,6 +161,49 @@ def test_ranks_in_the_same_collective_are_not_a_desync(rules):
     assert diagnosis.facts["ranks_disagree"] is False and slug != "desync"
 
 
+def _sized(rank: int, op: str, seq: int, numel: int) -> str:
+    return TIMEOUT.format(r=rank, op=op, seq=seq).replace("NumelIn=1, NumelOut=1", f"NumelIn={numel}, NumelOut={numel}")
+
+
+def test_one_collective_run_with_different_input_sizes_is_a_desync(rules):
+    """PyTorch 2.1 wording: ranks 1-3 and rank 0 at ALLREDUCE SeqNum 13807 on different bucket sizes."""
+    text = "\n".join([_sized(r, "ALLREDUCE", 13807, 11274112) for r in (1, 2, 3)] + [_sized(0, "ALLREDUCE", 13807, 10942336)])
+    diagnosis, slug = best(rules, text)
+    assert slug == "desync" and diagnosis.facts["ranks_disagree"] is True
+    assert "ranks 1–3 on 11274112 elements and rank 0 on 10942336 elements" in diagnosis.verdict.summary
+
+
+def test_all_to_all_sizes_may_differ_between_ranks(rules):
+    text = "\n".join(_sized(r, "ALLTOALL_BASE", 90, 1000 + r) for r in range(4))
+    diagnosis, _ = best(rules, text)
+    assert diagnosis.facts["ranks_disagree"] is False
+
+
+@pytest.mark.parametrize(
+    "tail, stage",
+    [
+        ("Using /root/.cache/torch_extensions/py310_cu121 as PyTorch extensions root...\n", "building extension"),
+        (
+            "Using /root/.cache/torch_extensions/py310_cu121 as PyTorch extensions root...\n"
+            "Loading extension module fused_adam...\nTime to load fused_adam op: 0.39 seconds\n",
+            "extension loaded",
+        ),
+        ("{'train_runtime': 119.8187, 'train_samples_per_second': 3.2, 'train_loss': 1.21, 'epoch': 3.0}\n", "training finished"),
+        ("***** train metrics *****\n  train_runtime            = 0:01:59.81\n", "training finished"),
+        (
+            "fully_sharded_data_parallel.py:690: FutureWarning: FSDP.state_dict_type() and FSDP.set_state_dict_type() are "
+            "being deprecated. Please use APIs, get_state_dict() and set_state_dict()\n",
+            "saving checkpoint",
+        ),
+    ],
+    ids=["extensions-root-last", "extension-loaded-after", "trainer-metrics-dict", "trainer-metrics-table", "fsdp-state-dict"],
+)
+def test_the_last_progress_line_names_the_stage(rules, tail, stage):
+    text = "{'loss': 1.3, 'grad_norm': 0.8, 'learning_rate': 2e-05, 'epoch': 2.9}\n" + tail + timeouts(range(1, 4), seq=900)
+    diagnosis, _ = best(rules, text)
+    assert diagnosis.facts["stage"] == stage
+
+
 def test_a_finished_stage_rules_its_hang_out(rules):
     text = (
         "> compiling and loading fused kernels ...\n"

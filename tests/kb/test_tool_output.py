@@ -44,6 +44,50 @@ def test_simple_p2p_verification_errors_fail_the_peer_to_peer_check():
     assert facts(text)["p2p_check"] == "failed"
 
 
+# p2pBandwidthLatencyTest (CUDA samples, Samples/5_Domain_Specific), two GPUs; the bandwidth numbers are chosen.
+P2P_BANDWIDTH_HEAD = """[P2P (Peer-to-Peer) GPU Bandwidth Latency Test]
+Device: 0, NVIDIA RTX A6000, pciBusID: 3, pciDeviceID: 0, pciDomainID:0
+Device: 1, NVIDIA RTX A6000, pciBusID: 21, pciDeviceID: 0, pciDomainID:0
+Device=0 CAN Access Peer Device=1
+Device=1 CAN Access Peer Device=0
+
+P2P Connectivity Matrix
+     D\\D     0     1
+     0	     1     1
+     1	     1     1
+Unidirectional P2P=Disabled Bandwidth Matrix (GB/s)
+   D\\D     0      1
+     0 673.20  13.15
+     1  12.99 673.20
+"""
+
+
+def _p2p_enabled(one_way: float) -> str:
+    return (
+        "Unidirectional P2P=Enabled Bandwidth (P2P Writes) Matrix (GB/s)\n   D\\D     0      1\n"
+        f"     0 673.49 {one_way:6.2f}\n     1 {one_way:6.2f} 672.33\n"
+        "Bidirectional P2P=Disabled Bandwidth Matrix (GB/s)\n   D\\D     0      1\n     0 677.73  18.01\n     1  18.02 676.90\n"
+    )
+
+
+def test_peer_copies_far_slower_than_staged_ones_are_a_collapsed_p2p_bandwidth():
+    assert facts(P2P_BANDWIDTH_HEAD + _p2p_enabled(2.60))["p2p_bandwidth"] == "slower"
+
+
+def test_peer_copies_as_fast_as_staged_ones_are_a_normal_p2p_bandwidth():
+    assert facts(P2P_BANDWIDTH_HEAD + _p2p_enabled(26.32))["p2p_bandwidth"] == "normal"
+
+
+def test_a_bandwidth_test_that_ends_under_a_heading_stopped_in_that_copy():
+    stopped = P2P_BANDWIDTH_HEAD + "Unidirectional P2P=Enabled Bandwidth (P2P Writes) Matrix (GB/s)\n   D\\D     0      1\n"
+    assert facts(stopped)["p2p_bandwidth"] == "stopped"
+
+
+def test_the_older_samples_heading_without_p2p_writes_is_read_too():
+    older = _p2p_enabled(2.60).replace("Bandwidth (P2P Writes) Matrix", "Bandwidth Matrix")
+    assert facts(P2P_BANDWIDTH_HEAD + older)["p2p_bandwidth"] == "slower"
+
+
 def test_topology_matrix_lists_the_link_kinds():
     text = (
         "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\nGPU0\t X \tPHB\t0-31\t0\t\tN/A\nGPU1\tPHB\t X \t0-31\t0\t\tN/A\n"
