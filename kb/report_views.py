@@ -75,6 +75,7 @@ def result_context(
             "ref": best,
             "case_slug": best,
             "ballot": _ballot(best, evidence_templates),
+            "next": request.get_full_path(),
             "steps": best_match["steps"] if best_match else [],
             "cases": _cases_for_select(),
         }
@@ -91,6 +92,7 @@ def case_feedback_context(request: HttpRequest, case: Case) -> dict[str, Any]:
             "ref": case.slug,
             "case_slug": case.slug,
             "ballot": _ballot(case.slug),
+            "next": request.get_full_path(),
             "steps": case.fix_steps(),
             "cases": _cases_for_select(),
         },
@@ -105,6 +107,7 @@ def wizard_vote_context(request: HttpRequest, case_slug: str, path: str) -> dict
         "ref": path[:300],
         "case_slug": case_slug,
         "ballot": _ballot(case_slug),
+        "next": request.get_full_path(),
         "steps": case.fix_steps() if case else [],
         "cases": _cases_for_select(),
     }
@@ -180,6 +183,7 @@ def report_detail(request: HttpRequest, report_id: str) -> HttpResponse:
             "ref": report.id,
             "case_slug": best,
             "ballot": "",
+            "next": request.get_full_path(),
             "report_id": report.id,
             "steps": best_match["steps"] if best_match else [],
             "cases": _cases_for_select(),
