@@ -84,15 +84,22 @@ def result_context(
     }
 
 
-def case_feedback_context(request: HttpRequest, case: Case) -> dict[str, Any]:
+def case_ballot(slug: str) -> str:
+    """A fresh ballot for a case page's vote form: one vote per page shown."""
+    return _ballot(slug)
+
+
+def case_feedback_context(case: Case, feedback: dict[str, Any], *, ballot: str, next_url: str) -> dict[str, Any]:
+    """ "What readers reported" (`feedback`, as store.case_feedback counted it) and "Did this fix it?". The ballot
+    and the form's return address are each request's own: holes, in a page kept by kb/page_cache.py."""
     return {
-        "feedback": store.case_feedback(case.slug),
+        "feedback": feedback,
         "vote": {
             "target": "case",
             "ref": case.slug,
             "case_slug": case.slug,
-            "ballot": _ballot(case.slug),
-            "next": request.get_full_path(),
+            "ballot": ballot,
+            "next": next_url,
             "steps": case.fix_steps(),
             "cases": _cases_for_select(),
         },
