@@ -15,7 +15,7 @@ Why it cannot serve one reader's page to another:
   tests/kb/test_page_cache.py compares a cached page with the page Django renders with the request);
 - every key holds the content revision the database serves, and a page is kept only when that revision is still
   the one served after rendering, so a page whose rows straddled a `load_content` is answered once and never kept;
-  the view adds what else the page is made of (a case page's reader counts).
+  the views add what else the page is made of (the case's counts, the search's build and query).
 
 Kept with Django's cache framework under its own alias, `pages` (config/settings.py): a LocMemCache is per process,
 evicts the least recently used entry and is bounded by MAX_ENTRIES; what it keeps is the split page, not markers to

@@ -1,6 +1,6 @@
-"""Case pages rendered once per worker and reused (kb/page_cache.py, issue 14 item 4): each
+"""Case and keyword-search pages rendered once per worker and reused (kb/page_cache.py, issue 14 item 4): each
 reader still gets their own CSRF token and ballot, a vote counted anywhere shows on the next view, a content load
-is served at once, and a worker keeps a bounded number of pages.
+is served at once, htmx and plain requests get their own answers, and a worker keeps a bounded number of pages.
 
 A response the test client saw no template rendered for came from the cache."""
 
@@ -19,7 +19,7 @@ from kb import page_cache
 from kb.models import Alias, Case, ContentState
 from kb.reports import store
 from kb.reports.store import case_feedback
-from kb.views import _case_context
+from kb.views import _case_context, _keyword_results
 from tests.kb.case_files import case_text, write_case
 
 pytestmark = pytest.mark.django_db
@@ -60,7 +60,7 @@ def empty_cache():
     page_cache.clear()
 
 
-@pytest.mark.parametrize("url", [CASE_URL])
+@pytest.mark.parametrize("url", [CASE_URL, SEARCH_URL])
 def test_a_kept_page_gets_each_request_its_own_csrf_token_and_a_post_with_it_is_accepted(url):
     reader, other = Client(enforce_csrf_checks=True), Client(enforce_csrf_checks=True)
     first, second, others = reader.get(url), reader.get(url), other.get(url)
@@ -199,3 +199,49 @@ def test_an_edited_template_is_shown_at_once_under_runserver(client):
     assert not kept(client.get(CASE_URL))
     file_changed.send(sender=None, file_path=Path("kb/views.py"))
     assert kept(client.get(CASE_URL)), "a Python file restarts the server instead"
+
+
+def test_a_kept_search_page_is_the_page_django_renders_with_the_request(client, rf, django_user_model):
+    staff = django_user_model.objects.create_user("staff-reader-7", password="pw-staff-reader-7", is_staff=True)
+    client.force_login(staff)
+    client.get(SEARCH_URL)
+    page = Client().get(SEARCH_URL)
+    assert kept(page)
+    context = {"query": "NCCL_SOCKET_IFNAME", **_keyword_results("NCCL_SOCKET_IFNAME")}
+    expected = render(rf.get(SEARCH_URL), "kb/search.html", context).content.decode()
+    assert without_tokens(page.content.decode()) == without_tokens(expected)
+
+
+def test_a_search_reads_the_new_build_after_a_content_load(client, own_content):
+    client.get("/search?q=zanzibar")
+    before = client.get("/search?q=zanzibar")
+    assert kept(before) and b"No page mentions" in before.content
+    write_case(own_content, "first-case", case_text("first-case").replace('title: "Test case first-case"', 'title: "Zanzibar"'))
+    call_command("load_content", verbosity=0)
+    after = client.get("/search?q=zanzibar")
+    assert not kept(after) and b'href="/kb/first-case/' in after.content
+
+
+def test_a_search_follows_its_build_when_the_same_revision_is_built_again(client, own_content):
+    """`load_content --force` publishes a new build of the same revision; the hits are read from it again, as the
+    index's own result cache reads them (kb.search.index)."""
+    client.get("/search?q=barrier")
+    assert kept(client.get("/search?q=barrier"))
+    call_command("load_content", "--force", verbosity=0)
+    assert not kept(client.get("/search?q=barrier"))
+
+
+def test_htmx_and_plain_requests_each_get_their_own_answer_in_either_order(client):
+    headers = {"htmx": HTMX, "plain": {}}
+    for order in (("htmx", "plain"), ("plain", "htmx")):
+        page_cache.clear()
+        rendered = {kind: client.get(SEARCH_URL, **headers[kind]) for kind in order}
+        again = {kind: client.get(SEARCH_URL, **headers[kind]) for kind in order}
+        assert not any(kept(r) for r in rendered.values()) and all(kept(r) for r in again.values())
+        for answers in (rendered, again):
+            assert b"<html" in answers["plain"].content and b"<html" not in answers["htmx"].content
+            assert b'class="hit-title"' in answers["htmx"].content
+            for response in answers.values():
+                assert {"HX-Request", "HX-Target"} <= {v.strip() for v in response["Vary"].split(",")}
+    restore = client.get(SEARCH_URL, HTTP_HX_REQUEST="true", HTTP_HX_HISTORY_RESTORE_REQUEST="true")
+    assert b"<html" in restore.content, "a history restore gets the page"
