@@ -103,6 +103,19 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         }
     )
 
+# "pages": case and keyword-search pages rendered once per worker process (kb/page_cache.py). Keys hold the content
+# revision, so entries never go stale and need no timeout; at most MAX_ENTRIES (a case page is about 50 KB, a search
+# page 20 KB: 13 MB a worker at most), the least recently used going first.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "pages": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": "kb-pages",
+        "TIMEOUT": None,
+        "OPTIONS": {"MAX_ENTRIES": 256},
+    },
+}
+
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

@@ -75,6 +75,7 @@ def result_context(
             "ref": best,
             "case_slug": best,
             "ballot": _ballot(best, evidence_templates),
+            "next": request.get_full_path(),
             "steps": best_match["steps"] if best_match else [],
             "cases": _cases_for_select(),
         }
@@ -83,14 +84,22 @@ def result_context(
     }
 
 
-def case_feedback_context(request: HttpRequest, case: Case) -> dict[str, Any]:
+def case_ballot(slug: str) -> str:
+    """A fresh ballot for a case page's vote form: one vote per page shown."""
+    return _ballot(slug)
+
+
+def case_feedback_context(case: Case, feedback: dict[str, Any], *, ballot: str, next_url: str) -> dict[str, Any]:
+    """ "What readers reported" (`feedback`, as store.case_feedback counted it) and "Did this fix it?". The ballot
+    and the form's return address are each request's own: holes, in a page kept by kb/page_cache.py."""
     return {
-        "feedback": store.case_feedback(case.slug),
+        "feedback": feedback,
         "vote": {
             "target": "case",
             "ref": case.slug,
             "case_slug": case.slug,
-            "ballot": _ballot(case.slug),
+            "ballot": ballot,
+            "next": next_url,
             "steps": case.fix_steps(),
             "cases": _cases_for_select(),
         },
@@ -105,6 +114,7 @@ def wizard_vote_context(request: HttpRequest, case_slug: str, path: str) -> dict
         "ref": path[:300],
         "case_slug": case_slug,
         "ballot": _ballot(case_slug),
+        "next": request.get_full_path(),
         "steps": case.fix_steps() if case else [],
         "cases": _cases_for_select(),
     }
@@ -180,6 +190,7 @@ def report_detail(request: HttpRequest, report_id: str) -> HttpResponse:
             "ref": report.id,
             "case_slug": best,
             "ballot": "",
+            "next": request.get_full_path(),
             "report_id": report.id,
             "steps": best_match["steps"] if best_match else [],
             "cases": _cases_for_select(),

@@ -11,7 +11,8 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from kb.models import LineTemplate, Report, Vote
+from kb.models import CaseMatchDay, LineTemplate, Report, Vote
+from kb.reports import store
 from kb.reports.redact import clean_text, mask_text, redact_text
 from kb.reports.templates import cluster_lines, draft_pattern, draft_signature, line_template
 from tests.kb.test_results_page import sixty_four_rank_log
@@ -194,6 +195,43 @@ def test_a_vote_on_a_result_counts_on_the_case_page(client):
 
     counts = case_feedback(slug.group(1))
     assert counts["matched"] == 1 and counts["yes"] == 1 and counts["steps"][0]["step"] == slug.group(2)
+
+
+CASE_SLUG = "llama3-fsdp-allgather-timeout"
+
+
+def test_case_feedback_counts_the_window_only():
+    """A case page's counts, read in one SQL statement (a kept page is keyed by them): the last 30 days only."""
+    today = timezone.now().date()
+    CaseMatchDay.objects.create(slug=CASE_SLUG, day=today, count=3)
+    CaseMatchDay.objects.create(slug=CASE_SLUG, day=today - dt.timedelta(days=29), count=2)
+    CaseMatchDay.objects.create(slug=CASE_SLUG, day=today - dt.timedelta(days=31), count=50)
+    CaseMatchDay.objects.create(slug="another-case", day=today, count=7)
+    for n, (answer, step) in enumerate(
+        [("yes", "fix-2"), ("yes", "fix-1"), ("yes", "fix-2"), ("yes", ""), ("no", ""), ("other", "")]
+    ):
+        store.vote_record(target="case", answer=answer, ballot=f"case:{n}", case_slug=CASE_SLUG, step=step)
+    old = store.vote_record(target="case", answer="yes", ballot="case:old", case_slug=CASE_SLUG, step="fix-3")
+    Vote.objects.filter(id=old.id).update(created_at=timezone.now() - dt.timedelta(days=31))
+    store.vote_record(target="case", answer="no", ballot="case:another", case_slug="another-case")
+    assert store.case_feedback(CASE_SLUG) == {
+        "days": 30,
+        "matched": 5,
+        "yes": 4,
+        "no": 1,
+        "other": 1,
+        "steps": [{"step": "fix-2", "n": 2}, {"step": "fix-1", "n": 1}],
+        "votes": 6,
+    }
+    assert store.case_feedback("no-such-case") == {
+        "days": 30,
+        "matched": 0,
+        "yes": 0,
+        "no": 0,
+        "other": 0,
+        "steps": [],
+        "votes": 0,
+    }
 
 
 def test_curators_page_needs_a_staff_login(client, django_user_model):
