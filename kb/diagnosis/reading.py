@@ -24,11 +24,11 @@ from kb.diagnosis.debug_dumps import debug_dumps_read
 from kb.diagnosis.events import Failure, first_failure
 from kb.diagnosis.facts import FRAMEWORKS, STAGES_DONE, RankState, facts_extract
 from kb.diagnosis.rules import Rules
-from kb.diagnosis.scanning import TextScanner
+from kb.diagnosis.scanning import TextScanner, presence_started
 from kb.diagnosis.signatures import MAX_COUNTED_LINES, signature_hits
 from kb.diagnosis.stacks import Stack, stacks_extract
 from kb.diagnosis.timeouts import TimeoutSeen, timeouts_extract, timeouts_merge
-from kb.diagnosis.text import REPAIR_LIMIT, LineLocator, log_clean, paste_repair
+from kb.diagnosis.text import REPAIR_LIMIT, LineLocator, bytes_clean, cleaned_decode, log_clean, paste_repair
 
 EVIDENCE_PER_SIGNAL = 3
 MAX_HARMLESS = 20
@@ -285,11 +285,19 @@ def _window_read(
 ) -> int:
     """Read one window into `reading`; returns the line number its own part ends at. Only what starts in the
     window's own part counts; the look-behind and look-ahead are context."""
-    if core_end is not None:
+    presence = None
+    if isinstance(data, str) or repair:
         text, encoded = log_clean(data)
+    else:
+        # A program-written log: Hyperscan's pass over the cleaned bytes runs while they are decoded and their
+        # lines counted. Invalid UTF-8 decodes to U+FFFD without touching the characters around it, so every
+        # literal is in the bytes exactly when it is in the text; byte offsets are used only for ASCII text.
+        cleaned = bytes_clean(data)
+        presence = presence_started(cleaned, rules.literals)
+        text, encoded = cleaned_decode(cleaned)
+    if core_end is not None:
         start, limit = _boundaries(data, text, core_start, core_end)
     else:
-        text, encoded = log_clean(data)
         start, limit = 0, None
     joins: list[int] = []
     if repair:
@@ -301,7 +309,7 @@ def _window_read(
     limit = len(text) if limit is None else limit
     behind_lines = text.count("\n", 0, start)
     lines = LineLocator(text, joins, base_line=base_line - behind_lines)
-    scanner = TextScanner(text, rules.literals, encoded=encoded)
+    scanner = TextScanner(text, rules.literals, encoded=encoded, presence=presence)
     skip = _harmless_lines(scanner, lines, rules, label, reading.harmless, start, limit)
     for sig, hits, count in signature_hits(
         scanner, rules.signatures, per_signature=EVIDENCE_PER_SIGNAL + len(skip), start=start, end=limit

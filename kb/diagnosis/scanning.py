@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
@@ -215,6 +215,22 @@ def _chunks_scan(
     return first_end, chunks
 
 
+BACKGROUND_SCAN_BYTES = 8 * 1024 * 1024  # below this the pass is too short to be worth a thread
+
+
+def presence_started(encoded: bytes | bytearray | memoryview, literals: Iterable[Literal]) -> Future[Presence | None]:
+    """`literals_present` over `encoded`, begun now in a thread of its own when the input is large, so that
+    the caller's decoding and line counting (which hold the GIL) run while Hyperscan scans (which does not)."""
+    if len(encoded) < BACKGROUND_SCAN_BYTES or hyperscan is None:
+        done: Future[Presence | None] = Future()
+        done.set_result(literals_present("", literals, encoded=encoded))
+        return done
+    return _BACKGROUND.submit(literals_present, "", literals, encoded=encoded)
+
+
+_BACKGROUND = ThreadPoolExecutor(max_workers=1, thread_name_prefix="presence")
+
+
 def bytes_contain(data: bytes, literal: str) -> bool:
     """`literal in data`, by the Hyperscan pass when installed: CPython's search for a two-byte needle such as
     CRLF crawls through a log full of progress-bar carriage returns (40 ms on 50 MB, against 10)."""
@@ -230,14 +246,24 @@ class TextScanner:
     """
 
     def __init__(
-        self, text: str, literals: Iterable[Literal] = (), *, use_hyperscan: bool = True, encoded: bytes | None = None
+        self,
+        text: str,
+        literals: Iterable[Literal] = (),
+        *,
+        use_hyperscan: bool = True,
+        encoded: bytes | None = None,
+        presence: Future[Presence | None] | None = None,
     ) -> None:
         self.text = text
         self._lowered: str | None = None
         self._lines: dict[tuple[str, bool], list[tuple[int, int]]] = {}
         self._complete: set[tuple[str, bool]] = set()
-        # `encoded`: the UTF-8 bytes of `text` when the caller already has them (saves re-encoding a big log)
-        self._present = literals_present(text, literals, use_hyperscan=use_hyperscan, encoded=encoded) if literals else None
+        # `encoded`: the UTF-8 bytes of `text` when the caller already has them (saves re-encoding a big log);
+        # `presence`: the pass over `literals`, already begun on the bytes `text` was decoded from
+        if presence is not None:
+            self._present = presence.result()
+        else:
+            self._present = literals_present(text, literals, use_hyperscan=use_hyperscan, encoded=encoded) if literals else None
         # Byte offsets equal character offsets only for ASCII text; then a search visits only the chunks
         # where its literal occurs.
         self._offsets_valid = self._present is not None and text.isascii()

@@ -38,6 +38,12 @@ def log_clean(data: bytes | bytearray | mmap.mmap | str) -> tuple[str, bytes | m
         if "\r" in data:
             data = data.replace("\r\n", "\n").replace("\r", " ")
         return data.replace("\x00", "") if "\x00" in data else data, None
+    return cleaned_decode(bytes_clean(data))
+
+
+def bytes_clean(data: bytes | bytearray | mmap.mmap) -> bytes | bytearray | mmap.mmap:
+    """The bytes with colour codes, NULs and carriage returns dealt with (see log_clean); `data` itself when
+    nothing needed cleaning."""
     cleaned = data
     if cleaned.find(b"\x1b") != -1:
         cleaned = _ANSI_BYTES_RE.sub(b"", cleaned)
@@ -48,6 +54,11 @@ def log_clean(data: bytes | bytearray | mmap.mmap | str) -> tuple[str, bytes | m
         cleaned = cleaned.replace(b"\r", b" ")
     if cleaned.find(b"\x00") != -1:
         cleaned = bytes(cleaned).replace(b"\x00", b"")
+    return cleaned
+
+
+def cleaned_decode(cleaned: bytes | bytearray | mmap.mmap) -> tuple[str, bytes | bytearray | mmap.mmap | None]:
+    """Cleaned bytes to text, with the bytes kept when they stand for the text character for character."""
     text = str(cleaned, "utf-8", errors="replace")
     return text, cleaned if text.isascii() else None
 

@@ -51,6 +51,20 @@ def test_reading_in_small_windows_gives_what_a_whole_read_gives(entry, rules):
     assert windowed == whole
 
 
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e.id for e in ENTRIES])
+def test_the_literal_pass_run_beside_the_decode_gives_what_it_gives_after_it(entry, rules, monkeypatch):
+    """Large inputs have Hyperscan scan the cleaned bytes in a thread while they are decoded; on every fixture (broken
+    UTF-8, colour codes and progress bars among them) that must read exactly as the pass over the decoded text."""
+    from kb.diagnosis import reading, scanning
+
+    data = entry.path.read_bytes()
+    monkeypatch.setattr(scanning, "BACKGROUND_SCAN_BYTES", 0)
+    beside = source_read(data, rules, label=None, repair=False)
+    monkeypatch.setattr(reading, "presence_started", lambda *args, **kwargs: None)  # the scanner scans the text itself
+    after = source_read(data, rules, label=None, repair=False)
+    assert summary(job_diagnose([beside], rules, top=5)) == summary(job_diagnose([after], rules, top=5))
+
+
 def test_a_line_longer_than_a_window_is_read_without_losing_lines(rules):
     data = (
         b"x" * 10_000
