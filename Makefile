@@ -91,10 +91,12 @@ bench: install content wrk
 loadtest: install nginx wrk
 	bash tests/load/run.sh
 
-# The shared scorer on ../shared/eval-dev, then the project's own labelled logs with a reliability table.
+# The shared scorer on ../shared/eval-dev, then the project's own labelled logs with a reliability table, then the
+# real pastes from public threads (tests/fixtures/pastes: tuned and heldout).
 score: install content
 	$(PY) ../shared/eval-dev/score.py ../shared/eval-dev --project . -v
 	$(PY) manage.py reliability --misses
+	$(PY) manage.py reliability --misses --root tests/fixtures/pastes
 
 # Re-vendor htmx from the npm registry (the file is committed; run only to upgrade).
 vendor-htmx:
