@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Iterable, Iterator
@@ -220,15 +221,24 @@ BACKGROUND_SCAN_BYTES = 8 * 1024 * 1024  # below this the pass is too short to b
 
 def presence_started(encoded: bytes | bytearray | memoryview, literals: Iterable[Literal]) -> Future[Presence | None]:
     """`literals_present` over `encoded`, begun now in a thread of its own when the input is large, so that
-    the caller's decoding and line counting (which hold the GIL) run while Hyperscan scans (which does not)."""
+    the caller's decoding and line counting (which hold the GIL) run while Hyperscan scans (which does not).
+
+    A thread per call, not a pool kept by the module: the engine forks worker processes for a job's files, and a
+    pool inherited through a fork believes it still has its idle thread, so work given to it in the child waits
+    forever."""
+    done: Future[Presence | None] = Future()
     if len(encoded) < BACKGROUND_SCAN_BYTES or hyperscan is None:
-        done: Future[Presence | None] = Future()
         done.set_result(literals_present("", literals, encoded=encoded))
         return done
-    return _BACKGROUND.submit(literals_present, "", literals, encoded=encoded)
 
+    def scan() -> None:
+        try:
+            done.set_result(literals_present("", literals, encoded=encoded))
+        except BaseException as err:  # handed to whoever waits on the result
+            done.set_exception(err)
 
-_BACKGROUND = ThreadPoolExecutor(max_workers=1, thread_name_prefix="presence")
+    threading.Thread(target=scan, name="presence", daemon=True).start()
+    return done
 
 
 def bytes_contain(data: bytes, literal: str) -> bool:

@@ -217,6 +217,36 @@ def test_a_text_scanned_in_threads_gives_the_presence_map_of_one_thread(monkeypa
     assert ("absent", False) not in threaded.first_end
 
 
+def test_a_process_forked_after_a_background_scan_can_scan_in_the_background_too(monkeypatch):
+    """The engine forks a worker per file of a job; a scan the parent ran beside its decode must not leave the child
+    a background pass that never starts (a pool inherited through fork believes its thread is still there)."""
+    import os
+    import signal
+
+    monkeypatch.setattr(scanning, "BACKGROUND_SCAN_BYTES", 0)
+    data = b"host:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 8 - Init COMPLETE\n" * 100
+    literals = [("nranks ", False)]
+    assert scanning.presence_started(data, literals).result(timeout=10).first_end
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report whether its own background pass finished, then leave at once
+        try:
+            found = scanning.presence_started(data, literals).result(timeout=10).first_end
+            os.write(write_end, b"ok" if found else b"empty")
+        except BaseException:
+            os.write(write_end, b"hung")
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    try:
+        assert os.read(read_end, 16) == b"ok"
+    finally:
+        os.close(read_end)
+        if os.waitpid(pid, os.WNOHANG) == (0, 0):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+
+
 def test_the_last_match_is_found_from_the_last_chunk_holding_its_literal(monkeypatch):
     import re
 
