@@ -90,3 +90,30 @@ def test_a_partial_state_that_could_join_two_places_stays_apart(rules):
     )
     lines = watchdog.format(r=0, op="ALLREDUCE") + watchdog.format(r=1, op="BROADCAST") + progress
     assert len(verdict(rules, lines).groups) == 3
+
+
+def test_merging_ranks_seen_in_part_compares_each_only_with_places_at_its_seqnum(monkeypatch):
+    """The crafted upload of `make loadtest` (a watchdog line for each of 200,000 ranks, each at its own SeqNum) spent
+    minutes comparing every place with every other. Counted, not timed: each place is compared with its own SeqNum's."""
+    from kb.diagnosis import verdict as verdict_module
+    from kb.diagnosis.facts import RankState
+
+    ranks = {
+        r: RankState(rank=r, op="ALLREDUCE" if r % 2 else None, seq=r, last_completed=r - 1, pg=None if r % 2 else "0")
+        for r in range(1, 2001)
+    }
+    calls = []
+    monkeypatch.setattr(verdict_module._Place, "seq", property(lambda place: calls.append(1) or tuple.__getitem__(place, 2)))
+    verdict_module.rank_verdict(ranks, world_size=None)
+    assert len(calls) < 20 * len(ranks)
+
+
+def test_more_places_at_one_seqnum_than_a_paste_holds_are_left_apart():
+    """Past MERGE_CANDIDATES places at one SeqNum the halves are not merged (nor compared); each place is its own."""
+    from kb.diagnosis.facts import RankState
+    from kb.diagnosis.verdict import MERGE_CANDIDATES, rank_verdict
+
+    ranks = {r: RankState(rank=r, op="ALLREDUCE", seq=7, last_completed=r, pg="1") for r in range(MERGE_CANDIDATES + 1)}
+    ranks[999] = RankState(rank=999, op=None, seq=7, last_completed=3, pg="1")  # would join rank 3's place
+    found = rank_verdict(ranks, world_size=None)
+    assert not any(999 in g["ranks"] and 3 in g["ranks"] for g in found.groups)
