@@ -157,10 +157,8 @@ def _p2p_bandwidth(scanner: TextScanner) -> str | None:
 def _matrix(text: str, pos: int, limit: int = 66) -> dict[int, list[float]]:
     """The rows of a matrix printed from `pos` on (its column header line skipped), by row label."""
     rows: dict[int, list[float]] = {}
-    for number in range(limit):
-        end = text.find("\n", pos)
-        end = len(text) if end == -1 else end
-        line = text[pos:end]
+    for number, (start, end) in enumerate(_lines_from(text, pos, limit)):
+        line = text[start:end]
         match = _MATRIX_ROW.match(line)
         if match:
             try:
@@ -169,9 +167,6 @@ def _matrix(text: str, pos: int, limit: int = 66) -> dict[int, list[float]]:
                 break
         elif number > 0 or "D\\D" not in line and "GPU" not in line:
             break
-        if end >= len(text):
-            break
-        pos = end + 1
     return rows
 
 
@@ -236,11 +231,13 @@ def _first(scanner: TextScanner, literal: str) -> int:
 
 def _lines_after(scanner: TextScanner, literal: str, limit: int = 40):
     """The lines after the first occurrence of `literal` (the rows of a table)."""
-    text = scanner.text
     span = next(iter(scanner.lines_with(literal)), None)
-    if span is None:
-        return
-    pos = span[1] + 1
+    if span is not None:
+        yield from _lines_from(scanner.text, span[1] + 1, limit)
+
+
+def _lines_from(text: str, pos: int, limit: int):
+    """(start, end) of the lines from `pos` on, at most `limit` of them."""
     for _ in range(limit):
         if pos >= len(text):
             return
