@@ -148,6 +148,8 @@ def _literal_database(literals: frozenset[Literal]):
 
 
 CHUNK_BYTES = 1024 * 1024  # granularity of the presence map: a literal's lines are searched only in chunks holding it
+MIN_CHUNKS_A_THREAD = 8  # below 8 chunks a second scanning thread costs more than it saves
+BACKGROUND_SCAN_BYTES = 8 * 1024 * 1024  # below this the pass is too short to be worth running beside the decode
 
 
 @dataclass
@@ -195,9 +197,6 @@ def literals_present(
     return Presence(first_end, chunks)
 
 
-MIN_CHUNKS_A_THREAD = 8  # below 8 MB a second thread costs more than it saves
-
-
 def _chunks_scan(
     database, ordered: list[Literal], overlap: int, data: memoryview, run: tuple[int, int], scratch
 ) -> tuple[dict[Literal, int], dict[Literal, list[int]]]:
@@ -214,9 +213,6 @@ def _chunks_scan(
 
         database.scan(data[begin : (chunk + 1) * CHUNK_BYTES], match_event_handler=on_match, scratch=scratch)
     return first_end, chunks
-
-
-BACKGROUND_SCAN_BYTES = 8 * 1024 * 1024  # below this the pass is too short to be worth a thread
 
 
 def presence_started(encoded: bytes | bytearray | memoryview, literals: Iterable[Literal]) -> Future[Presence | None]:
