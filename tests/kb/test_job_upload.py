@@ -28,9 +28,13 @@ def upload(name: str, data: bytes) -> SimpleUploadedFile:
     return SimpleUploadedFile(name, data, content_type="application/octet-stream")
 
 
+def answer_box(page: str) -> str:
+    start = page.find('id="answer"')
+    return page[start : page.find("</section>", start)]
+
+
 def answer_slug(page: str) -> str:
-    head = page[page.find('id="answer"') :]
-    return re.search(r'<h2 id="answer-h"><a href="/kb/([a-z0-9-]+)/"', head).group(1)
+    return re.search(r'<h2 id="answer-h"><a href="/kb/([a-z0-9-]+)/"', answer_box(page)).group(1)
 
 
 def where_summary(page: str) -> str:
@@ -44,11 +48,6 @@ def test_a_job_tarball_posted_in_the_form_names_the_silent_rank_and_the_top_case
     assert_valid_html(response.content)
     assert answer_slug(page) == TOP_CASE
     assert where_summary(page) == "3 ranks in ALLREDUCE #1 (timed out) · rank 0: printed output, but no timeout line"
-
-
-def answer_box(page: str) -> str:
-    start = page.find('id="answer"')
-    return page[start : page.find("</section>", start)]
 
 
 def test_the_answer_box_says_where_the_ranks_are_when_one_is_not_with_the_others(client):
