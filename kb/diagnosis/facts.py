@@ -155,8 +155,9 @@ STAGES = _table(
             r"|FSDP\.state_dict_type\(\) and FSDP\.set_state_dict_type\(\) are being deprecated",
         ),
         ("building extension", r"Building extension module|Emitting ninja build file|PyTorch extensions root"),
-        # cpp_extension prints this once the module is built and imported (verbose loads); DeepSpeed's op builder
-        # prints its load time: the build the lines above announce is over, so it is not where the job stopped
+        # cpp_extension prints this (verbose loads) once its build, or its wait on another process's build lock, is
+        # over and before the import; DeepSpeed's op builder prints its load time after it: either way the build the
+        # lines above announce is not where the job stopped
         ("extension loaded", r"Loading extension module \w+\.\.\.|Time to load \w+ op: "),
         # the Trainer's end-of-train() metrics (its log dict, or log_metrics' table): what follows is the final save
         ("training finished", r"\{'train_runtime': |\btrain_runtime\s+= "),
