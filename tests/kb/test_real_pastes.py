@@ -1,8 +1,10 @@
 """Real pastes from public issue threads (tests/fixtures/pastes): what users really paste, short and cut, from
-launchers and releases nobody here chose. Two sets, each with the floor it scored on 2026-11-25:
+launchers and releases nobody here chose. Three sets, each with the floor it scored on 2026-11-25:
 - tuned: 49 pastes whose misses the day's new signatures were written for (top1 0.88, hit3 0.98, negatives 1.00);
 - heldout: 40 pastes collected after those changes and labelled before the engine saw them (top1 0.77, hit3 1.00,
-  negatives 1.00).
+  negatives 1.00);
+- heldout2: 40 more, collected that night from other threads, labelled before the engine saw them (top1 0.76,
+  hit3 0.94, negatives 1.00).
 A change that loses ground on logs like these fails here. No database.
 """
 
@@ -16,7 +18,7 @@ from kb.corpus import content_rules, corpus_entries, corpus_score, entry_diagnos
 
 PASTES = Path(__file__).resolve().parents[1] / "fixtures" / "pastes"
 # set: (top1, hit3, neg) it must keep
-FLOORS = {"tuned": (0.88, 0.97, 1.0), "heldout": (0.76, 1.0, 1.0)}
+FLOORS = {"tuned": (0.88, 0.97, 1.0), "heldout": (0.76, 1.0, 1.0), "heldout2": (0.75, 0.93, 1.0)}
 
 
 @pytest.fixture(scope="module")
@@ -44,9 +46,10 @@ def test_every_paste_is_labelled_with_real_cases_and_a_thread(name):
         assert entry.source.startswith("https://github.com/"), entry.id
 
 
-def test_no_thread_is_in_both_sets():
+def test_no_thread_is_in_two_sets():
     threads = {name: {e.source.split()[0] for e in corpus_entries(PASTES / name)} for name in FLOORS}
-    assert not threads["tuned"] & threads["heldout"]
+    shared = {(a, b): threads[a] & threads[b] for a in FLOORS for b in FLOORS if a < b}
+    assert not any(shared.values()), shared
 
 
 @pytest.mark.parametrize("name", FLOORS)
