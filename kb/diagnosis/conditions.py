@@ -39,6 +39,11 @@ FACTS: dict[str, tuple[str, str]] = {
     "launcher": ("str", "the outermost launcher found: srun, mpirun, deepspeed, accelerate, torchrun"),
     "launchers": ("strs", "every launcher found"),
     "frameworks": ("strs", "frameworks the log shows, e.g. megatron-lm, transformer-engine, pytorch-fsdp"),
+    "parallelism": (
+        "strs",
+        "model-parallel layouts the log names (tensor-parallel, pipeline-parallel, context-parallel, expert-parallel, "
+        "hybrid-shard, device-mesh): each puts every rank in several process groups",
+    ),
     "transport": ("strs", "NCCL network transport: IB, Socket"),
     "interfaces": ("strs", "network interfaces NCCL or Gloo said they use"),
     "p2p_channels": ("strs", "NCCL peer-to-peer channel kinds, e.g. P2P/IPC, P2P/CUMEM"),
