@@ -25,8 +25,9 @@ FACTS: dict[str, tuple[str, str]] = {
     "behind_ranks": ("ints", "ranks whose last completed collective is the lowest"),
     "ranks_disagree": (
         "bool",
-        "ranks were in different collectives, or ran one collective with different input sizes, at the same or adjacent "
-        "SeqNum (a desync)",
+        "ranks of one process group were in different collectives, or ran one collective with different input sizes, at "
+        "the same or adjacent SeqNum, or one rank had finished an all-reduce (all-gather, reduce-scatter, all-to-all) "
+        "another still waited in and was in a different collective a few SeqNums on (a desync)",
     ),
     "first_collective": ("bool", "every rank that timed out was in its process group's first collective"),
     "object_collective": (

@@ -48,7 +48,8 @@ def rank_verdict(
     lowest = min(progress.values())
     behind = sorted(r for r, p in progress.items() if p == lowest) if len(set(progress.values())) > 1 else []
     mismatch = _size_mismatch(reporting, counters_apart)
-    disagree = _disagree(reporting, counters_apart) or bool(mismatch)
+    ran_past = _ran_past(reporting, counters_apart)
+    disagree = _disagree(reporting, counters_apart) or bool(mismatch) or bool(ran_past)
     silent = _silent(reporting, world_size)
     seqs = [s.seq for s in reporting.values() if s.seq is not None]
     first = bool(seqs) and max(seqs) <= 1 and len({s.pg for s in reporting.values()}) == 1
@@ -75,6 +76,8 @@ def rank_verdict(
         )
     if mismatch:
         parts.append(mismatch)
+    elif ran_past:
+        parts.append(ran_past)
     elif disagree:
         parts.append(
             "ranks were in different collectives at the same or adjacent SeqNum: the code paths differ between ranks (a desync)"
@@ -236,6 +239,84 @@ def _size_mismatch(reporting: dict[int, RankState], counters_apart: str = "") ->
             said = " and ".join(f"{ranks_text(sorted(ranks))} on {numel} elements" for numel, ranks in sizes)
             return f"ranks ran {op} #{seq} with different input sizes ({said}): the tensors differ between ranks (a desync)"
     return ""
+
+
+# Collectives in which every rank's result needs every other rank's input: no rank can finish one before all ranks
+# of its group have sent it their part. Broadcast, reduce, gather, scatter and point-to-point are left out: their root
+# (or sender) can finish while a receiver has not even started (a small message fits NCCL's buffers).
+ALL_INPUTS_OPS = frozenset(
+    {
+        "ALLREDUCE",
+        "ALLGATHER",
+        "_ALLGATHER_BASE",
+        "REDUCE_SCATTER",
+        "_REDUCE_SCATTER_BASE",
+        "ALLTOALL",
+        "ALLTOALL_BASE",
+        "BARRIER",
+    }
+)
+# How far past the other rank's SeqNum the rank ahead may be. A rank runs ahead only while its calls finish against
+# what the stuck rank sent (a few small collectives); the limit also keeps two groups' counters that happen to be
+# close from lining up in a job whose lines show nothing of a second group.
+MAX_SEQ_GAP = 3
+
+
+def _ran_past(reporting: dict[int, RankState], counters_apart: str = "") -> str:
+    """A rank that timed out at SeqNum S+k (k <= MAX_SEQ_GAP) of a group, while another rank of that group timed out
+    in collective S, had finished S, and S is a collective no rank finishes before every rank has sent its part
+    (ALL_INPUTS_OPS): so the rank behind sent its part of whatever the rank ahead ran at S, and still waits. Either the
+    two called different collectives at S (a smaller call can finish against the start of a larger one, which then
+    waits for the rest: a desync), or a fault cut the rank behind off inside S (two or more apart, the collectives
+    between must then have finished without it too). Only when the rank ahead is in a different collective (op or
+    NumelIn) than the one the rank behind waits in is it read as a desync: the same collective again (a run of equal
+    buckets, FSDP's equal all-gathers, a per-step loss all-reduce) fits two ranks running one sequence with the rank
+    behind failing inside S as well, and the lines do not tell those apart."""
+    at: dict[tuple[str, int], list[RankState]] = {}
+    for state in reporting.values():
+        group = _group_of(state, counters_apart)
+        if group is not None and state.op and state.seq is not None:
+            at.setdefault((group, state.seq), []).append(state)
+    for (group, seq), states in sorted(at.items(), key=lambda item: item[0][1]):
+        waiting = [s for s in states if s.op in ALL_INPUTS_OPS and (s.last_completed is None or s.last_completed < seq)]
+        for gap in range(1, MAX_SEQ_GAP + 1):
+            ahead = [s for s in at.get((group, seq + gap), []) if s.last_completed is None or s.last_completed >= seq]
+            pair = _differing_pair(waiting, ahead)
+            if pair:
+                stuck, past = pair
+                stuck_ranks = sorted(s.rank for s in waiting if _work(s) == _work(stuck))
+                past_ranks = sorted(s.rank for s in ahead if _work(s) == _work(past))
+                return (
+                    f"{ranks_text(past_ranks)} had finished #{seq}, where {ranks_text(stuck_ranks)} timed out in "
+                    f"{_work_text(stuck)}, and timed out in {_work_text(past)} #{past.seq}: the ranks did not call "
+                    "the same collectives (a desync)"
+                )
+    return ""
+
+
+def _differing_pair(waiting: list[RankState], ahead: list[RankState]) -> tuple[RankState, RankState] | None:
+    """A (rank behind, rank ahead) pair whose works differ, the lowest ranks first; linear in the ranks (of two
+    distinct works among those ahead, one differs from any work behind)."""
+    stuck: dict[tuple, RankState] = {}
+    past: dict[tuple, RankState] = {}
+    for into, states in ((stuck, waiting), (past, ahead)):
+        for state in sorted(states, key=lambda s: s.rank):
+            into.setdefault(_work(state), state)
+    for work_b, b in stuck.items():
+        for work_a, a in past.items():
+            if work_a != work_b:
+                return b, a
+    return None
+
+
+def _work(state: RankState) -> tuple[str | None, int | None]:
+    return state.op, state.numel_in
+
+
+def _work_text(state: RankState) -> str:
+    if state.numel_in is None:
+        return f"{state.op}"
+    return f"{state.op} on {state.numel_in} element{'' if state.numel_in == 1 else 's'}"
 
 
 def _silent(reporting: dict[int, RankState], world_size: int | None) -> list[int]:
