@@ -154,9 +154,11 @@ def seqnum_counters_apart(ranks: dict[int, RankState], facts: dict[str, Any], wo
       one rank number is printed with two different works (two processes share a group rank; or two runs);
     - an all-gather or reduce-scatter whose NumelOut/NumelIn says it ran over fewer ranks than the job has;
     - a point-to-point work timed out (pipeline stages: before 2.4 it shifts the SeqNums of the two ranks only).
-    A log that names one group only is read as that group's, with the rest of its lines: the group that runs the
-    training's collectives is the one whose timeouts a paste shows (a framework may run them on a copy of the world
-    group, DeepSpeed's data-parallel group in 2.4 prints as "[PG 1 Rank r]")."""
+    A log that names one group only is read as that group's, with the rest of its lines, even when that group is not
+    the default one: the group that runs the training's collectives is the one whose timeouts a paste shows, and a
+    framework may run them on a copy of the world group (DeepSpeed's data-parallel group without model parallelism is
+    dist.new_group(ranks=range(world_size)), deepspeed/utils/groups.py _clone_world_group: "[PG 1 Rank r]" in 2.4).
+    What stays open: a second group whose lines the paste cut off."""
     numbered = sorted(set(facts.get("process_groups") or []))
     named = sorted({s.group for s in ranks.values() if s.group is not None})
     if len(numbered) > 1 or len(named) > 1:
