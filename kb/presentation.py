@@ -24,6 +24,7 @@ FACT_LABELS = {
     "stage": "Last stage reached",
     "launcher": "Launcher",
     "frameworks": "Frameworks",
+    "parallelism": "Model-parallel layouts",
     "torch_version": "PyTorch",
     "nccl_version": "NCCL",
     "te_version": "TransformerEngine",

@@ -25,8 +25,9 @@ FACTS: dict[str, tuple[str, str]] = {
     "behind_ranks": ("ints", "ranks whose last completed collective is the lowest"),
     "ranks_disagree": (
         "bool",
-        "ranks were in different collectives, or ran one collective with different input sizes, at the same or adjacent "
-        "SeqNum (a desync)",
+        "ranks of one process group were in different collectives, or ran one collective with different input sizes, at "
+        "the same or adjacent SeqNum, or one rank had finished an all-reduce (all-gather, reduce-scatter, all-to-all) "
+        "another still waited in and was in a different collective a few SeqNums on (a desync)",
     ),
     "first_collective": ("bool", "every rank that timed out was in its process group's first collective"),
     "object_collective": (
@@ -39,6 +40,11 @@ FACTS: dict[str, tuple[str, str]] = {
     "launcher": ("str", "the outermost launcher found: srun, mpirun, deepspeed, accelerate, torchrun"),
     "launchers": ("strs", "every launcher found"),
     "frameworks": ("strs", "frameworks the log shows, e.g. megatron-lm, transformer-engine, pytorch-fsdp"),
+    "parallelism": (
+        "strs",
+        "model-parallel layouts the log names (tensor-parallel, pipeline-parallel, context-parallel, expert-parallel, "
+        "hybrid-shard, device-mesh): each puts every rank in several process groups",
+    ),
     "transport": ("strs", "NCCL network transport: IB, Socket"),
     "interfaces": ("strs", "network interfaces NCCL or Gloo said they use"),
     "p2p_channels": ("strs", "NCCL peer-to-peer channel kinds, e.g. P2P/IPC, P2P/CUMEM"),

@@ -13,7 +13,7 @@ from typing import Any
 
 from kb.diagnosis.conditions import condition_holds
 from kb.diagnosis.events import Failure, failure_exception
-from kb.diagnosis.facts import BAND_FACTS, GENERIC_FACTS, facts_bounded, rank_facts
+from kb.diagnosis.facts import BAND_FACTS, GENERIC_FACTS, facts_bounded, rank_facts, rank_states_clash
 from kb.diagnosis.flight_recorder import FlightRecorderReading, flight_recorder_detect, flight_recorder_read
 from kb.diagnosis.reading import (
     EVIDENCE_PER_SIGNAL,
@@ -31,7 +31,7 @@ from kb.diagnosis.signatures import MAX_COUNTED_LINES
 from kb.diagnosis.stacks import Stack, stack_collectives
 from kb.diagnosis.timeouts import TimeoutSeen, timeouts_merge, timeouts_summary
 from kb.diagnosis.rank_groups import rank_groups_build
-from kb.diagnosis.verdict import RankVerdict, rank_verdict, stack_groups, verdict_facts
+from kb.diagnosis.verdict import RankVerdict, rank_verdict, seqnum_counters_apart, stack_groups, verdict_facts
 from kb.diagnosis.versions import version_in, versions_overlap
 
 CONFIDENT = 0.5
@@ -183,7 +183,9 @@ def job_diagnose(
                     into["evidence"].append(evidence)
         facts_merge(facts, reading.facts)
         for rank, state in reading.ranks.items():
-            all_ranks.setdefault(rank, state)
+            known = all_ranks.setdefault(rank, state)
+            if known is not state and rank_states_clash(known, state):
+                known.clash = True
         all_stacks += [(stack, reading.label) for stack in reading.stacks]
         dump_groups += reading.dump_groups
         if reading.failure:
@@ -201,7 +203,8 @@ def job_diagnose(
         facts.update(recorder.facts)
     failure = _earliest(failures)
     world_size = max(facts.get("world_size") or 0, max(file_ranks) + 1 if file_ranks else 0) or None
-    verdict = rank_verdict(all_ranks, world_size, failure if all_ranks else None)
+    apart = seqnum_counters_apart(all_ranks, facts, world_size)
+    verdict = rank_verdict(all_ranks, world_size, failure if all_ranks else None, counters_apart=apart)
     facts.update(verdict_facts(verdict))
     if job_rank_facts.get("ranks_disagree"):
         facts["ranks_disagree"] = True

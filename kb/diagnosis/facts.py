@@ -33,6 +33,7 @@ GENERIC_FACTS = frozenset(
         "launcher",
         "launchers",
         "frameworks",
+        "parallelism",
         "stage",
         "op_type",
         "timeout_ms",
@@ -129,6 +130,20 @@ FRAMEWORKS = _table(
     )
 )
 
+# Model-parallel layouts: each puts every rank in several process groups (tensor-, pipeline-, context- and expert-
+# parallel groups beside the data-parallel one; HSDP's shard and replicate groups; a DeviceMesh's dimensions), whose
+# SeqNums count apart. Named as launch flags, config keys and the frameworks' own log lines print them.
+PARALLELISM = _table(
+    (
+        ("tensor-parallel", r"[Tt]ensor[-_ ](?:[Mm]odel[-_ ])?[Pp]arallel|\btp_size\b"),
+        ("pipeline-parallel", r"[Pp]ipeline[-_ ](?:[Mm]odel[-_ ])?[Pp]arallel|\bpp_size\b|PipelineModule|PipelineEngine"),
+        ("context-parallel", r"[Cc]ontext[-_ ][Pp]arallel|\bcp_size\b"),
+        ("expert-parallel", r"[Ee]xpert[-_ ](?:[Mm]odel[-_ ])?[Pp]arallel|\bep_size\b"),
+        ("hybrid-shard", r"HYBRID_SHARD"),
+        ("device-mesh", r"DeviceMesh|init_device_mesh"),
+    )
+)
+
 # Progress markers: the last one printed says how far the job got before it stopped.
 STAGES = _table(
     (
@@ -196,8 +211,20 @@ VERSION_WORDING: tuple[tuple[str, str, Pattern], ...] = tuple(
 )
 BAND_FACTS = {"pytorch": "torch_band", "nccl": "nccl_band"}
 
+# Where PyTorch names the process group (read in ProcessGroupNCCL.cpp, its wheels' strings 2.1.2-2.7.1, and users' logs):
+# the timeout line itself never does: WorkNCCL::logPrefix() is a static "[Rank N] " (2.3 to the current source; 2.1
+# and 2.2 build the same text in checkTimeout), N being the rank in the work's group (in 2.3+ the group of whichever
+# work logged first in the process). Only the group's own lines carry its prefix, ProcessGroupNCCL::logPrefix():
+#   2.3      "[PG <n> Rank r]"             n counts the groups this process created (uid_), so it is not the same
+#                                          number for one group on every rank
+#   2.4      "[PG <name>( (<desc>)) Rank r]"  the group name, the same on every rank ("0 (default_pg)")
+#   2.5+     "[PG ID <n> PG GUID <name>(<desc>) Rank r]"  ID counts per process as in 2.3; GUID is the name
+# The progress line the watchdog prints right after the timeout ("Timeout at NCCL work: S", 2.4's "Exception (either
+# an error or timeout) detected by watchdog at work: S", 2.6's "failure detected by watchdog at work sequence id: S")
+# carries it, so a rank's progress line at the SeqNum of its timeout names the group of the timed-out work.
+# The optional prefix below is kept for logs that put one on the timeout line.
 WATCHDOG_RE = re.compile(
-    r"(?:\[PG (?:ID )?(?P<pg>\d+)[^\]\n]{0,80}? )?"
+    r"(?:\[PG (?P<pg_head>(?:ID )?(?P<pg>\d+)[^\]\n]{0,80}?) )?"
     r"Rank (?P<rank>\d+)\] Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), "
     r"OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel_in>-?\d+), NumelOut=(?P<numel_out>-?\d+))?"
     r"[^)\n]{0,200}?, Timeout\(ms\)=(?P<timeout>\d+)\) ran for (?P<ran>\d+) milliseconds"
@@ -205,7 +232,7 @@ WATCHDOG_RE = re.compile(
 # PyTorch 2.3 prints "Timeout at NCCL work"; 2.4+ adds "Exception (either an error or timeout) detected by
 # watchdog at work"; newer code says "NCCL error is detected by watchdog at work" for errors.
 PROGRESS_RE = re.compile(
-    r"Rank (?P<rank>\d+)\] (?:Timeout at NCCL work|Exception \(either an error or timeout\) detected by watchdog "
+    r"(?:\[PG (?P<pg_head>[^\]\n]{1,120}?) )?Rank (?P<rank>\d+)\] (?:Timeout at NCCL work|Exception \(either an error or timeout\) detected by watchdog "
     r"at work|NCCL error is detected by watchdog at work|[^\n]{0,60}?failure detected by watchdog at work sequence id)"
     r": (?P<seq>\d+)[^\n]{0,80}? last enqueued (?:NCCL )?work: (?P<enqueued>-?\d+), "
     r"last completed (?:NCCL )?work: (?P<completed>-?\d+)"
@@ -249,12 +276,15 @@ class RankState:
     pg: str | None = None
     fp_seq: int | None = None  # the last collective TORCH_DISTRIBUTED_DEBUG=DETAIL says this rank ran
     fp_op: str | None = None
+    group: str | None = None  # the timed-out work's process group by a name every rank shares (pg_name below)
+    line_rank: int | None = None  # the global rank in the timeout line's "[rankN]:" prefix (PyTorch >= 2.2)
+    clash: bool = False  # another timeout line said "[Rank N]" of another collective: another process or run
 
 
 @functools.cache
 def fact_literals() -> frozenset[tuple[str, bool]]:
     """Every literal the fact rules look for, so a scanner can check them all in one pass."""
-    patterns = FACT_RULES + LAUNCHERS + FRAMEWORKS + STAGES + STAGES_DONE + tuple(p for _, _, p in VERSION_WORDING)
+    patterns = FACT_RULES + LAUNCHERS + FRAMEWORKS + PARALLELISM + STAGES + STAGES_DONE + tuple(p for _, _, p in VERSION_WORDING)
     found = {(lit, False) for p in patterns for lit in p.literals}
     extra = (
         WATCHDOG_LITERALS
@@ -285,6 +315,9 @@ def facts_extract(scanner: TextScanner, lines: LineLocator) -> tuple[dict[str, A
     frameworks = [p.name for p in FRAMEWORKS if next(p.matches(scanner), None)]
     if frameworks:
         facts["frameworks"] = frameworks
+    parallelism = [p.name for p in PARALLELISM if next(p.matches(scanner), None)]
+    if parallelism:
+        facts["parallelism"] = parallelism
     stage = _last_stage(scanner)
     if stage:
         facts["stage"] = stage
@@ -422,13 +455,21 @@ def ranks_extract(scanner: TextScanner, lines: LineLocator) -> dict[int, RankSta
     for m in scanner.matches(WATCHDOG_RE, WATCHDOG_LITERALS):
         rank = int(m["rank"])
         state = ranks.setdefault(rank, RankState(rank=rank))
+        numel_in = int(m["numel_in"]) if m["numel_in"] else None
+        line_rank = _line_rank(scanner.text, m.start())
         if state.op is None:
             state.op, state.seq = m["op"], int(m["seq"])
-            state.numel_in = int(m["numel_in"]) if m["numel_in"] else None
+            state.numel_in = numel_in
             state.numel_out = int(m["numel_out"]) if m["numel_out"] else None
             state.timeout_ms, state.ran_ms = int(m["timeout"]), int(m["ran"])
             state.line = lines.line_number(m.start())
             state.pg = m["pg"]
+            state.group = pg_name(m["pg_head"], m.group(0))
+            state.line_rank = line_rank
+        elif (state.op, state.seq, state.numel_in) != (m["op"], int(m["seq"]), numel_in) or (
+            None not in (line_rank, state.line_rank) and line_rank != state.line_rank
+        ):
+            state.clash = True  # the same line quoted again (in what(), in a traceback) is no clash
     for m in scanner.matches(FINGERPRINT_RE, FINGERPRINT_LITERALS):
         state = ranks.setdefault(int(m["rank"]), RankState(rank=int(m["rank"])))
         state.fp_seq, state.fp_op = int(m["seq"]), m["op"]  # the last one printed wins
@@ -438,12 +479,53 @@ def ranks_extract(scanner: TextScanner, lines: LineLocator) -> dict[int, RankSta
         state.last_enqueued, state.last_completed = int(m["enqueued"]), int(m["completed"])
         if state.seq is None:
             state.seq = int(m["seq"])
+        if state.group is None and state.seq == int(m["seq"]):
+            state.group = pg_name(m["pg_head"], m.group(0))
     for m in scanner.matches(DUMP_SIGNAL_RE, DUMP_SIGNAL_LITERALS):
         rank = int(m["rank"])
         state = ranks.setdefault(rank, RankState(rank=rank))
         if state.last_completed is None:  # the watchdog's own progress line, where printed, says the same
             state.last_enqueued, state.last_completed = int(m["enqueued"]), int(m["completed"])
     return ranks
+
+
+def rank_states_clash(known: RankState, other: RankState) -> bool:
+    """Two readings of one rank number (two windows of a file, two files) that name different timed-out works, or
+    come from different global ranks: the number is a rank within a smaller group, printed by two processes, or the
+    log holds two runs."""
+    if other.clash:
+        return True
+    if known.op and other.op and (known.op, known.seq, known.numel_in) != (other.op, other.seq, other.numel_in):
+        return True
+    return None not in (known.line_rank, other.line_rank) and known.line_rank != other.line_rank
+
+
+_PG_GUID_RE = re.compile(r"ID \d+ PG GUID ([^\s(]+)")
+_PG_NAME_DESC_RE = re.compile(r"(\S+) \(")
+
+
+def pg_name(head: str | None, line: str) -> str | None:
+    """The name of the process group a "[PG ... Rank r]" prefix names, when it is a name that every rank of the group
+    prints alike: 2.5+'s GUID, 2.4's group name (with its description, or on a line in 2.4-2.5 wording). A bare
+    number on a 2.3 line counts the groups the process created, which differs between ranks of one group."""
+    if not head:
+        return None
+    guid = _PG_GUID_RE.match(head)
+    if guid:
+        return guid.group(1)
+    named = _PG_NAME_DESC_RE.match(head)
+    if named:
+        return named.group(1)
+    if head.isdigit() and "Exception (either an error or timeout)" in line:
+        return head
+    return None
+
+
+def _line_rank(text: str, offset: int) -> int | None:
+    """The "[rankN]:" prefix PyTorch >= 2.2 puts before its log lines, on the line of `offset`, if any."""
+    start = max(text.rfind("\n", max(0, offset - 200), offset) + 1, offset - 200)
+    m = RANK_PREFIX_RE.search(text, start, offset)
+    return int(m.group(1)) if m else None
 
 
 _TAG_OUTPUT_RE = re.compile(TAG_OUTPUT_PREFIX)

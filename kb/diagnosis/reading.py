@@ -22,7 +22,7 @@ from typing import Any, BinaryIO, Iterator, Union
 from kb.diagnosis import tools
 from kb.diagnosis.debug_dumps import debug_dumps_read
 from kb.diagnosis.events import Failure, first_failure
-from kb.diagnosis.facts import FRAMEWORKS, STAGES_DONE, RankState, facts_extract
+from kb.diagnosis.facts import FRAMEWORKS, PARALLELISM, STAGES_DONE, RankState, facts_extract, rank_states_clash
 from kb.diagnosis.rules import Rules
 from kb.diagnosis.scanning import TextScanner, presence_started
 from kb.diagnosis.signatures import MAX_COUNTED_LINES, signature_hits
@@ -353,6 +353,8 @@ def _window_read(
         known = reading.ranks.setdefault(rank, state)
         if known is not state and state.fp_seq is not None:
             known.fp_seq, known.fp_op = state.fp_seq, state.fp_op  # a later window's last fingerprint wins
+        if known is not state and rank_states_clash(known, state):
+            known.clash = True
     reading.stacks += stacks
     timeouts_merge(reading.timeouts, timeouts_extract(scanner, lines, start, limit), None)
     reading.dump_groups += dumped.groups
@@ -406,6 +408,7 @@ def _table_order(table) -> Any:
 ORDERED_FACTS = {
     "launchers": lambda old, new: old + [n for n in new if n not in old],
     "frameworks": _table_order(FRAMEWORKS),
+    "parallelism": _table_order(PARALLELISM),
     "stages_done": _table_order(STAGES_DONE),
 }
 

@@ -33,9 +33,13 @@ class RankVerdict:
     table_total: int = 0  # ranks that reported, all of them
 
 
-def rank_verdict(ranks: dict[int, RankState], world_size: int | None, failure: Failure | None = None) -> RankVerdict | None:
+def rank_verdict(
+    ranks: dict[int, RankState], world_size: int | None, failure: Failure | None = None, *, counters_apart: str = ""
+) -> RankVerdict | None:
     """Say which ranks are behind (lowest progress), which never reported, and whether ranks disagree on
-    the collective at the same or adjacent sequence number. None when no rank reported a watchdog timeout."""
+    the collective at the same or adjacent sequence number. None when no rank reported a watchdog timeout.
+    `counters_apart` (from `seqnum_counters_apart`) says why the ranks' SeqNums may count different sequences; then
+    only timeouts whose lines name the same group are compared."""
     reporting = {r: s for r, s in ranks.items() if s.op or s.last_completed is not None}
     if not reporting:
         return None
@@ -43,8 +47,9 @@ def rank_verdict(ranks: dict[int, RankState], world_size: int | None, failure: F
     progress = {r: _progress(s) for r, s in reporting.items()}
     lowest = min(progress.values())
     behind = sorted(r for r, p in progress.items() if p == lowest) if len(set(progress.values())) > 1 else []
-    mismatch = _size_mismatch(reporting)
-    disagree = _disagree(reporting) or bool(mismatch)
+    mismatch = _size_mismatch(reporting, counters_apart)
+    ran_past = _ran_past(reporting, counters_apart)
+    disagree = _disagree(reporting, counters_apart) or bool(mismatch) or bool(ran_past)
     silent = _silent(reporting, world_size)
     seqs = [s.seq for s in reporting.values() if s.seq is not None]
     first = bool(seqs) and max(seqs) <= 1 and len({s.pg for s in reporting.values()}) == 1
@@ -71,6 +76,8 @@ def rank_verdict(ranks: dict[int, RankState], world_size: int | None, failure: F
         )
     if mismatch:
         parts.append(mismatch)
+    elif ran_past:
+        parts.append(ran_past)
     elif disagree:
         parts.append(
             "ranks were in different collectives at the same or adjacent SeqNum: the code paths differ between ranks (a desync)"
@@ -129,12 +136,80 @@ def _size_exchange(state: RankState) -> bool:
     return state.op == "ALLGATHER" and state.numel_in == 1 and (state.numel_out or 0) >= 2
 
 
-def _disagree(reporting: dict[int, RankState]) -> bool:
+# Point-to-point works: before 2.4 they advance the group's SeqNum on the two ranks that exchange only; from 2.4 they
+# count on a SeqNum of their own (seqP2P_), apart from the collectives'.
+P2P_OPS = frozenset({"SEND", "RECV", "RECVANYSOURCE"})
+
+
+def seqnum_counters_apart(ranks: dict[int, RankState], facts: dict[str, Any], world_size: int | None) -> str:
+    """Why the SeqNums in different ranks' timeout lines may count different sequences, or "" when the log shows
+    nothing of the kind. A SeqNum counts the works of one process group, and the timeout line never names its group
+    (facts.py, above WATCHDOG_RE): comparing a tensor-parallel group's SeqNum with a data-parallel group's would make a
+    desync of every Megatron-LM hang. So the ranks' timeouts are lined up only where the job evidently has one group
+    (or the lines name theirs), and this says when it has not:
+    - the log names two process groups ("[PG ...]" prefixes), or the timed-out works are in two;
+    - a framework or layout that puts each rank in several groups (Megatron-LM; tensor, pipeline, context or expert
+      parallelism; HSDP; a DeviceMesh);
+    - a timeout line's "[Rank N]" (the rank in the work's group) is not its "[rankM]:" prefix (the global rank), or
+      one rank number is printed with two different works (two processes share a group rank; or two runs);
+    - an all-gather or reduce-scatter whose NumelOut/NumelIn says it ran over fewer ranks than the job has;
+    - a point-to-point work timed out (pipeline stages: before 2.4 it shifts the SeqNums of the two ranks only).
+    A log that names one group only is read as that group's, with the rest of its lines, even when that group is not
+    the default one: the group that runs the training's collectives is the one whose timeouts a paste shows, and a
+    framework may run them on a copy of the world group (DeepSpeed's data-parallel group without model parallelism is
+    dist.new_group(ranks=range(world_size)), deepspeed/utils/groups.py _clone_world_group: "[PG 1 Rank r]" in 2.4).
+    What stays open: a second group whose lines the paste cut off."""
+    numbered = sorted(set(facts.get("process_groups") or []))
+    named = sorted({s.group for s in ranks.values() if s.group is not None})
+    if len(numbered) > 1 or len(named) > 1:
+        return f"the log names process groups {', '.join(numbered if len(numbered) > 1 else named)}"
+    if "megatron-lm" in (facts.get("frameworks") or []):
+        return "Megatron-LM puts every rank in tensor-, pipeline- and data-parallel groups"
+    if facts.get("parallelism"):
+        return f"the log names {', '.join(facts['parallelism'])} parallelism, which gives every rank several groups"
+    size = max(world_size or 0, max(facts.get("ranks") or [-1]) + 1, max(ranks, default=-1) + 1)
+    for state in sorted(ranks.values(), key=lambda s: s.rank):
+        if state.clash:
+            return f"two timeout lines say rank {state.rank} of different works (a rank within a smaller group, or two runs)"
+        if state.line_rank is not None and state.line_rank != state.rank:
+            return f"rank {state.line_rank}'s timeout line calls it rank {state.rank}: its rank in a smaller group"
+        if state.op in P2P_OPS:
+            return f"rank {state.rank} timed out in {state.op}: point-to-point works advance the SeqNum of two ranks only"
+        members = _group_size(state)
+        if members and members < size:
+            return f"rank {state.rank}'s {state.op} ran over {members} of the job's {size} ranks: a smaller group"
+    return ""
+
+
+def _group_size(state: RankState) -> int | None:
+    """The ranks an all-gather or reduce-scatter ran over: its output is its input times the group size, or the
+    other way round."""
+    small, large = {
+        "ALLGATHER": (state.numel_in, state.numel_out),
+        "_ALLGATHER_BASE": (state.numel_in, state.numel_out),
+        "REDUCE_SCATTER": (state.numel_out, state.numel_in),
+        "_REDUCE_SCATTER_BASE": (state.numel_out, state.numel_in),
+    }.get(state.op or "", (None, None))
+    if small and large and small > 0 and large % small == 0:
+        return large // small
+    return None
+
+
+def _group_of(state: RankState, counters_apart: str) -> str | None:
+    """The group a rank's timeout is lined up with others in: the job's one group, or, when its SeqNums may count
+    apart, the group its lines name; None (with no other) when they name none. Point-to-point works are never."""
+    if state.op in P2P_OPS:
+        return None
+    return state.group if counters_apart else ""
+
+
+def _disagree(reporting: dict[int, RankState], counters_apart: str = "") -> bool:
     """Different ops at the same or adjacent SeqNum of one process group: ranks issued different code paths."""
     by_pg: dict[Any, dict[int, set[str]]] = {}
     for state in reporting.values():
-        if state.seq is not None and state.op:
-            by_pg.setdefault(state.pg, {}).setdefault(state.seq, set()).add(state.op)
+        group = _group_of(state, counters_apart)
+        if state.seq is not None and state.op and group is not None:
+            by_pg.setdefault(group, {}).setdefault(state.seq, set()).add(state.op)
     for by_seq in by_pg.values():
         for seq, ops in by_seq.items():
             if len(ops) > 1:
@@ -151,19 +226,99 @@ def _disagree(reporting: dict[int, RankState]) -> bool:
 SIZE_MATCHED_OPS = frozenset({"ALLREDUCE", "BROADCAST", "REDUCE", "_ALLGATHER_BASE", "_REDUCE_SCATTER_BASE"})
 
 
-def _size_mismatch(reporting: dict[int, RankState]) -> str:
+def _size_mismatch(reporting: dict[int, RankState], counters_apart: str = "") -> str:
     """Ranks of one process group at the same SeqNum of the same collective with different input sizes: they
     passed different tensors (a bucket or a parameter one rank does not have), so the collective cannot match."""
     places: dict[tuple, dict[int, list[int]]] = {}
     for rank, state in reporting.items():
+        group = _group_of(state, counters_apart)
         if state.op in SIZE_MATCHED_OPS and state.seq is not None and state.numel_in is not None and state.numel_in >= 0:
-            places.setdefault((state.pg, state.op, state.seq), {}).setdefault(state.numel_in, []).append(rank)
+            if group is not None:
+                places.setdefault((group, state.op, state.seq), {}).setdefault(state.numel_in, []).append(rank)
     for (_, op, seq), by_size in sorted(places.items(), key=lambda item: (item[0][2], item[0][1])):
         if len(by_size) > 1:
             sizes = sorted(by_size.items(), key=lambda item: (-len(item[1]), item[0]))[:4]
             said = " and ".join(f"{ranks_text(sorted(ranks))} on {numel} elements" for numel, ranks in sizes)
             return f"ranks ran {op} #{seq} with different input sizes ({said}): the tensors differ between ranks (a desync)"
     return ""
+
+
+# Collectives in which every rank's result needs every other rank's input: no rank can finish one before all ranks
+# of its group have sent it their part. Broadcast, reduce, gather, scatter and point-to-point are left out: their root
+# (or sender) can finish while a receiver has not even started (a small message fits NCCL's buffers).
+ALL_INPUTS_OPS = frozenset(
+    {
+        "ALLREDUCE",
+        "ALLGATHER",
+        "_ALLGATHER_BASE",
+        "REDUCE_SCATTER",
+        "_REDUCE_SCATTER_BASE",
+        "ALLTOALL",
+        "ALLTOALL_BASE",
+        "BARRIER",
+    }
+)
+# How far past the other rank's SeqNum the rank ahead may be. A rank runs ahead only while its calls finish against
+# what the stuck rank sent (a few small collectives); the limit also keeps two groups' counters that happen to be
+# close from lining up in a job whose lines show nothing of a second group.
+MAX_SEQ_GAP = 3
+
+
+def _ran_past(reporting: dict[int, RankState], counters_apart: str = "") -> str:
+    """A rank that timed out at SeqNum S+k (k <= MAX_SEQ_GAP) of a group, while another rank of that group timed out
+    in collective S, had finished S, and S is a collective no rank finishes before every rank has sent its part
+    (ALL_INPUTS_OPS): so the rank behind sent its part of whatever the rank ahead ran at S, and still waits. Either the
+    two called different collectives at S (a smaller call can finish against the start of a larger one, which then
+    waits for the rest: a desync), or a fault cut the rank behind off inside S (two or more apart, the collectives
+    between must then have finished without it too). Only when the rank ahead is in a different collective (op or
+    NumelIn) than the one the rank behind waits in is it read as a desync: the same collective again (a run of equal
+    buckets, FSDP's equal all-gathers, a per-step loss all-reduce) fits two ranks running one sequence with the rank
+    behind failing inside S as well, and the lines do not tell those apart."""
+    at: dict[tuple[str, int], list[RankState]] = {}
+    for state in reporting.values():
+        group = _group_of(state, counters_apart)
+        if group is not None and state.op and state.seq is not None:
+            at.setdefault((group, state.seq), []).append(state)
+    for (group, seq), states in sorted(at.items(), key=lambda item: item[0][1]):
+        waiting = [s for s in states if s.op in ALL_INPUTS_OPS and (s.last_completed is None or s.last_completed < seq)]
+        for gap in range(1, MAX_SEQ_GAP + 1):
+            ahead = [s for s in at.get((group, seq + gap), []) if s.last_completed is None or s.last_completed >= seq]
+            pair = _differing_pair(waiting, ahead)
+            if pair:
+                stuck, past = pair
+                stuck_ranks = sorted(s.rank for s in waiting if _work(s) == _work(stuck))
+                past_ranks = sorted(s.rank for s in ahead if _work(s) == _work(past))
+                return (
+                    f"{ranks_text(past_ranks)} had finished #{seq}, where {ranks_text(stuck_ranks)} timed out in "
+                    f"{_work_text(stuck)}, and timed out in {_work_text(past)} #{past.seq}: the ranks did not call "
+                    "the same collectives (a desync)"
+                )
+    return ""
+
+
+def _differing_pair(waiting: list[RankState], ahead: list[RankState]) -> tuple[RankState, RankState] | None:
+    """A (rank behind, rank ahead) pair whose works differ, the lowest ranks first; linear in the ranks (of two
+    distinct works among those ahead, one differs from any work behind)."""
+    stuck: dict[tuple, RankState] = {}
+    past: dict[tuple, RankState] = {}
+    for into, states in ((stuck, waiting), (past, ahead)):
+        for state in sorted(states, key=lambda s: s.rank):
+            into.setdefault(_work(state), state)
+    for work_b, b in stuck.items():
+        for work_a, a in past.items():
+            if work_a != work_b:
+                return b, a
+    return None
+
+
+def _work(state: RankState) -> tuple[str | None, int | None]:
+    return state.op, state.numel_in
+
+
+def _work_text(state: RankState) -> str:
+    if state.numel_in is None:
+        return f"{state.op}"
+    return f"{state.op} on {state.numel_in} element{'' if state.numel_in == 1 else 's'}"
 
 
 def _silent(reporting: dict[int, RankState], world_size: int | None) -> list[int]:
