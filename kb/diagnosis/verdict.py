@@ -339,6 +339,7 @@ def _groups(reporting: dict[int, RankState], silent: list[int], behind: list[int
         place = _Place(state.pg, state.op, state.seq, state.last_completed, _not_issued_next(state))
         by_state.setdefault(place, []).append(rank)
     by_state = _partial_states_merged(by_state)
+    behind_set = set(behind)  # membership asked once per rank: a list made it quadratic in the ranks behind
     groups = []
     for (pg, op, seq, completed, not_issued), members in by_state.items():
         where = f"{op or 'a collective'}" + (f" #{seq}" if seq is not None else "")
@@ -348,7 +349,7 @@ def _groups(reporting: dict[int, RankState], silent: list[int], behind: list[int
             where += f", never issued {completed + 1}"
         if pg is not None:
             where += f" (process group {pg})"
-        groups.append({"ranks": sorted(members), "where": where, "state": "timed out", "odd": any(r in behind for r in members)})
+        groups.append({"ranks": sorted(members), "where": where, "state": "timed out", "odd": not behind_set.isdisjoint(members)})
     if silent:
         groups.append({"ranks": silent, "where": "no timeout line", "state": "silent", "odd": True})
     groups.sort(key=lambda g: (g["odd"], -len(g["ranks"]), g["ranks"][0]))
