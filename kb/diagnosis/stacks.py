@@ -24,7 +24,12 @@ TRACEBACK = "Traceback (most recent call last):"
 FAULTHANDLER = "(most recent call first):"
 PYSPY_THREAD = re.compile(r"Thread (?:0x[0-9A-Fa-f]+|\d+) \((?:active|idle|active\+gil|gil)\)(?:: \"[^\"\n]{0,200}\")?\s*$")
 GDB_FIRST = "#0  "
-HEADER_LITERALS = (TRACEBACK, FAULTHANDLER, "Thread ", GDB_FIRST)
+# faulthandler.dump_traceback_later (pytest's faulthandler_timeout, a training script's own watchdog) writes this line
+# before the threads it dumps; a paste that keeps the frames but not the "Thread 0x... (most recent call first):" line
+# under it still starts its stack here.
+FAULT_TIMEOUT = "Timeout ("
+_FAULT_TIMEOUT_LINE = re.compile(r"\s*Timeout \(\d{1,6}:\d\d:\d\d(?:\.\d{1,6})?\)!\s*$")
+HEADER_LITERALS = (TRACEBACK, FAULTHANDLER, "Thread ", GDB_FIRST, FAULT_TIMEOUT)
 
 _TRACEBACK_FRAME = re.compile(r'File "([^"\n]{1,500})", line \d+, in ([^\s]{1,200})')
 _FAULT_FRAME = re.compile(r'File "([^"\n]{1,500})", line \d+ in ([^\s]{1,200})')
@@ -72,6 +77,9 @@ def stacks_extract(scanner: TextScanner, lines: LineLocator) -> list[Stack]:
     for start, end in scanner.lines_with("Thread "):
         if PYSPY_THREAD.search(text, start, min(end, start + MAX_LINE)):
             starts.add(start)
+    for start, end in scanner.lines_with(FAULT_TIMEOUT):
+        if _FAULT_TIMEOUT_LINE.match(rank_prefix_split(text[start : min(end, start + MAX_LINE)])[0]):
+            starts.add(start)
     stacks: list[Stack] = []
     for start in sorted(starts):
         if len(stacks) >= MAX_STACKS:
@@ -117,6 +125,8 @@ def _stack_read(text, start, header, walker, rank, line_no, lines) -> Stack | No
         )
     if GDB_FIRST in header:
         return _gdb(offset, header, walker, Stack("gdb", line_no, rank=rank), lines)
+    if _FAULT_TIMEOUT_LINE.match(header):  # frames right under it; a thread header there is a stack of its own
+        return _frames(walker, Stack("faulthandler", line_no, rank=rank), _FAULT_FRAME, lines)
     if PYSPY_THREAD.search(header):
         return _pyspy(walker, Stack("py-spy", line_no, rank=rank, thread=header.strip()), lines)
     return None

@@ -72,6 +72,31 @@ def test_faulthandler_dumps_are_read_per_thread():
     assert stacks[1].frames[0] == "transformer_engine/pytorch/module/base.py:initialize_ub"
 
 
+# faulthandler.dump_traceback_later(1.25) under CPython 3.11.7, as printed; then the same dump pasted without its
+# thread line and without indentation, as a CI page shows it when only the frames are selected.
+FAULTHANDLER_TIMEOUT = """Timeout (0:00:01.250000)!
+Thread 0x00007f36a9820b80 (most recent call first):
+  File "/opt/venv/lib/python3.12/site-packages/torch/utils/file_baton.py", line 50 in wait
+  File "/opt/venv/lib/python3.12/site-packages/torch/utils/cpp_extension.py", line 2156 in _jit_compile
+"""
+FAULTHANDLER_TIMEOUT_FRAMES_ONLY = """Timeout (0:02:00)!
+File "/opt/venv/lib/python3.12/site-packages/torch/utils/file_baton.py", line 50 in wait
+File "/opt/venv/lib/python3.12/site-packages/torch/utils/cpp_extension.py", line 2156 in _jit_compile
+"""
+
+
+def test_a_faulthandler_timeout_dump_is_read_once_under_its_thread_line():
+    stacks = read(FAULTHANDLER_TIMEOUT)
+    assert [s.frames[0] for s in stacks] == ["torch/utils/file_baton.py:wait"]
+
+
+def test_a_faulthandler_timeout_dump_pasted_without_its_thread_line_is_still_a_stack():
+    stacks = read(FAULTHANDLER_TIMEOUT_FRAMES_ONLY)
+    assert [(s.kind, s.frames) for s in stacks] == [
+        ("faulthandler", ["torch/utils/file_baton.py:wait", "torch/utils/cpp_extension.py:_jit_compile"])
+    ]
+
+
 def test_gdb_frames_name_the_source_file_or_library():
     assert read(GDB)[0].frames[:2] == ["libc.so.6:__futex_abstimed_wait_common", "proxy.cc:ncclProxyService"]
 
