@@ -96,6 +96,19 @@ def _any_record_open(text: str) -> bool:
     return False
 
 
+# A watchdog message someone broke over lines to read it: the WorkNCCL(...) record on a line of its own, its fields
+# and "ran for ..." indented under it, "PG status: ..." under the progress line. Each such part goes back onto the line
+# before it, with one space, as PyTorch printed it.
+_WATCHDOG_PART_RE = re.compile(r"[ \t]*(?:WorkNCCL\(|NumelIn=|ran for \d+ milliseconds|PG status: )")
+_WATCHDOG_SPLIT_RE = re.compile(r"\n[ \t]*(?:WorkNCCL\(|NumelIn=|ran for \d+ milliseconds|PG status: )")
+_WATCHDOG_HEADS = ("Watchdog caught collective operation timeout", "WorkNCCL(", "detected by watchdog")
+
+
+def _watchdog_part(line: str, before: str) -> bool:
+    """`line` is a piece of the watchdog message on the line `before` it (see _WATCHDOG_PART_RE)."""
+    return _WATCHDOG_PART_RE.match(line) is not None and any(head in before for head in _WATCHDOG_HEADS)
+
+
 @dataclass
 class Repaired:
     """Text after paste repair, and the offsets (in the repaired text) where a line break was removed, so
@@ -125,21 +138,27 @@ def paste_repair(text: str) -> Repaired:
         continued = sum(1 for i in full if _continues(lines[i], lines[i + 1]))
         if continued < 2 or continued * 2 < len(full):
             width = None  # most full-width lines are followed by a line of their own: not a wrapped paste
-    if width is None and not _any_record_open(text):
+    split = _WATCHDOG_SPLIT_RE.search(text) is not None and any(head in text for head in _WATCHDOG_HEADS)
+    if width is None and not split and not _any_record_open(text):
         return Repaired(text, notes=notes)
     out: list[str] = []
     joins: list[int] = []
     offset = 0
     pending = ""
+    strip = False
     for index, line in enumerate(lines):
-        current = pending + line
+        current = pending + (line.lstrip(" \t") if strip else line)
         last = index == len(lines) - 1
-        wrapped = width is not None and len(line) == width and not last and _continues(line, lines[index + 1])
-        open_record = not wrapped and _RECORD in current and _record_open(current) and len(current) < 4000
-        if not last and (wrapped or open_record):
+        strip = split and not last and len(current) < 4000 and _watchdog_part(lines[index + 1], current)
+        wrapped = not strip and width is not None and len(line) == width and not last and _continues(line, lines[index + 1])
+        open_record = not strip and not wrapped and _RECORD in current and _record_open(current) and len(current) < 4000
+        if not last and (strip or wrapped or open_record):
             # A word wrap eats the space after a field separator; a terminal wrap cuts anywhere and keeps it.
             nxt = lines[index + 1]
-            pending = current + (" " if open_record and line.endswith((",", ";")) and not nxt.startswith(" ") else "")
+            if strip:
+                pending = current.rstrip(" \t") + " "
+            else:
+                pending = current + (" " if open_record and line.endswith((",", ";")) and not nxt.startswith(" ") else "")
             joins.append(offset + len(pending))
             continue
         pending = ""

@@ -32,6 +32,36 @@ def test_a_record_split_after_a_comma_is_joined_with_the_space_the_wrap_ate():
     assert paste_repair(text).text == WATCHDOG
 
 
+# PyTorch 2.6's two watchdog lines, as printed, and as someone laid them out to read them in an issue
+PRINTED_2_6 = (
+    "[Rank 4] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=27732, OpType=_REDUCE_SCATTER_BASE, "
+    "NumelIn=215585536, NumelOut=26948192, Timeout(ms)=1800000) ran for 1800003 milliseconds before timing out.\n"
+    "[Rank 4] failure detected by watchdog at work sequence id: 27732 PG status: last enqueued work: 27753, "
+    "last completed work: 27731"
+)
+LAID_OUT_2_6 = """[Rank 4] Watchdog caught collective operation timeout:
+WorkNCCL(SeqNum=27732, OpType=_REDUCE_SCATTER_BASE,
+         NumelIn=215585536, NumelOut=26948192, Timeout(ms)=1800000)
+         ran for 1800003 milliseconds before timing out.
+[Rank 4] failure detected by watchdog at work sequence id: 27732
+         PG status: last enqueued work: 27753, last completed work: 27731"""
+
+
+def test_a_watchdog_message_laid_out_over_indented_lines_is_put_back_on_its_lines():
+    assert paste_repair(LAID_OUT_2_6).text == PRINTED_2_6
+
+
+def test_the_parts_of_a_laid_out_watchdog_message_keep_the_line_numbers_of_the_paste():
+    repaired = paste_repair(LAID_OUT_2_6)
+    locator = LineLocator(repaired.text, repaired.joins)
+    assert locator.line_number(repaired.text.index("[Rank 4] failure")) == 5
+
+
+def test_indented_lines_under_other_messages_are_left_alone():
+    text = 'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n    ran for 3 milliseconds'
+    assert paste_repair(text).text == text
+
+
 def test_lines_of_one_format_that_share_the_widest_length_are_not_joined():
     lines = [WATCHDOG.replace("Rank 1", f"Rank {n}").replace("[rank1]", f"[rank{n}]") for n in range(1, 4)]
     assert paste_repair("\n".join(lines)).text.split("\n") == lines
