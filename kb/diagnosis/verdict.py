@@ -322,13 +322,16 @@ def _work_text(state: RankState) -> str:
 
 
 def _silent(reporting: dict[int, RankState], world_size: int | None) -> list[int]:
-    """Ranks of the world that printed no timeout. Without a world size, the gaps below the highest rank
-    that reported, once at least two ranks reported (one pasted line says nothing about the others)."""
+    """Ranks of the world that printed no timeout. Without a world size, once at least two ranks reported (one
+    pasted line says nothing about the others): the gaps between the lowest and the highest rank that reported, and
+    the ranks below the lowest when there are no more of them than ranks that reported (ranks 1-7 without rank 0 is
+    a silent rank 0; ranks 64-67 alone are an excerpt of a larger job, which says nothing of ranks 0-63)."""
     if world_size:
         return sorted(set(range(max(world_size, max(reporting) + 1))) - set(reporting))
     if len(reporting) < 2:
         return []
-    return sorted(set(range(max(reporting) + 1)) - set(reporting))
+    lowest = min(reporting) if min(reporting) > len(reporting) else 0
+    return sorted(set(range(lowest, max(reporting) + 1)) - set(reporting))
 
 
 def _groups(reporting: dict[int, RankState], silent: list[int], behind: list[int]) -> list[dict]:

@@ -219,6 +219,11 @@ def test_a_rank_missing_from_the_timeouts_is_silent_without_a_world_size_line(ru
     assert diagnosis.facts["silent_ranks"] == [0]
 
 
+def test_an_excerpt_of_high_ranks_says_nothing_of_the_ranks_below_it(rules):
+    diagnosis, _ = best(rules, timeouts([64, 65, 67]))
+    assert diagnosis.facts["silent_ranks"] == [66]
+
+
 def test_the_launch_line_gives_the_world_size_for_silent_ranks(rules):
     diagnosis, _ = best(rules, "torchrun --nnodes 2 --nproc_per_node 4 train.py\n" + timeouts(range(0, 6)))
     assert diagnosis.facts["world_size"] == 8 and diagnosis.facts["silent_ranks"] == [6, 7]
