@@ -92,7 +92,7 @@ loadtest: install nginx wrk
 	bash tests/load/run.sh
 
 # The shared scorer on ../shared/eval-dev, then the project's own labelled logs with a reliability table, then the
-# real pastes from public threads (tests/fixtures/pastes: tuned, heldout and heldout2).
+# real pastes from public threads (tests/fixtures/pastes: tuned and three held-out sets).
 score: install content
 	$(PY) ../shared/eval-dev/score.py ../shared/eval-dev --project . -v
 	$(PY) manage.py reliability --misses
