@@ -1,12 +1,13 @@
 """Real pastes from public issue threads (tests/fixtures/pastes): what users really paste, short and cut, from
-launchers and releases nobody here chose. Four sets, each with the floor it scored on 2026-11-25:
+launchers and releases nobody here chose. Five sets, each with the floor it scored on 2026-11-25:
 - tuned: 49 pastes whose misses the day's new signatures were written for (top1 0.88, hit3 0.98, negatives 1.00);
 - heldout: 40 pastes collected after those changes and labelled before the engine saw them (top1 0.77, hit3 1.00,
   negatives 1.00);
 - heldout2: 40 more, collected that night from other threads, labelled before the engine saw them (top1 0.76,
   hit3 0.94, negatives 1.00);
 - heldout3: 32 more, chosen for the cases and launchers the others lacked, labelled before the engine saw them
-  (top1 0.38, hit3 0.65, negatives 1.00).
+  (top1 0.38, hit3 0.65, negatives 1.00);
+- heldout4: 31 more from other threads, labelled before the engine saw them (top1 0.64, hit3 0.92, negatives 1.00).
 A change that loses ground on logs like these fails here. No database.
 """
 
@@ -20,7 +21,7 @@ from kb.corpus import content_rules, corpus_entries, corpus_score, entry_diagnos
 
 PASTES = Path(__file__).resolve().parents[1] / "fixtures" / "pastes"
 # set: (top1, hit3, neg) it must keep
-FLOORS = {"tuned": (0.88, 0.97, 1.0), "heldout": (0.76, 1.0, 1.0), "heldout2": (0.75, 0.93, 1.0), "heldout3": (0.38, 0.65, 1.0)}
+FLOORS = {"tuned": (0.88, 0.97, 1.0), "heldout": (0.76, 1.0, 1.0), "heldout2": (0.75, 0.93, 1.0), "heldout3": (0.38, 0.65, 1.0), "heldout4": (0.64, 0.92, 1.0)}
 
 
 @pytest.fixture(scope="module")
