@@ -164,7 +164,8 @@ STAGES = _table(
             r"[Ss]aving (?:model |latest |last )?checkpoint|saving checkpoint at iteration"
             r"|Saving (?:model|Optimizer state|current state) to \S{0,300}(?:pytorch_model|optimizer|checkpoint)"
             # accelerate's save_state with DeepSpeed; DeepSpeed's torch checkpoint engine at commit
-            r"|Saving DeepSpeed Model and Optimizer|\[Torch\] Checkpoint \S{1,200} is ready now!"
+            # accelerate's save_state logs which engine it saves through (0.21.0 to 1.15.0 read)
+            r"|Saving DeepSpeed Model and Optimizer|Saving FSDP (?:model|Optimizer)|\[Torch\] Checkpoint \S{1,200} is ready now!"
             # PyTorch 2.4-2.10 warn once when FSDP.state_dict_type is first used: a state-dict save is starting
             # (a resumed run's load warns too, but its training lines then follow and become the last stage)
             r"|FSDP\.state_dict_type\(\) and FSDP\.set_state_dict_type\(\) are being deprecated",

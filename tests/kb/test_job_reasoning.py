@@ -195,8 +195,16 @@ def test_all_to_all_sizes_may_differ_between_ranks(rules):
             "being deprecated. Please use APIs, get_state_dict() and set_state_dict()\n",
             "saving checkpoint",
         ),
+        ("INFO:accelerate.accelerator:Saving FSDP model\n", "saving checkpoint"),
     ],
-    ids=["extensions-root-last", "extension-loaded-after", "trainer-metrics-dict", "trainer-metrics-table", "fsdp-state-dict"],
+    ids=[
+        "extensions-root-last",
+        "extension-loaded-after",
+        "trainer-metrics-dict",
+        "trainer-metrics-table",
+        "fsdp-state-dict",
+        "accelerate-save-state-fsdp",
+    ],
 )
 def test_the_last_progress_line_names_the_stage(rules, tail, stage):
     text = "{'loss': 1.3, 'grad_norm': 0.8, 'learning_rate': 2e-05, 'epoch': 2.9}\n" + tail + timeouts(range(1, 4), seq=900)
