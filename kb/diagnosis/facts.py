@@ -228,7 +228,10 @@ WATCHDOG_RE = re.compile(
     r"(?:\[PG (?P<pg_head>(?:ID )?(?P<pg>\d+)[^\]\n]{0,80}?) )?"
     r"Rank (?P<rank>\d+)\] Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), "
     r"OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel_in>-?\d+), NumelOut=(?P<numel_out>-?\d+))?"
-    r"[^)\n]{0,200}?, Timeout\(ms\)=(?P<timeout>\d+)\) ran for (?P<ran>\d+) milliseconds"
+    r"[^)\n]{0,200}?, Timeout\(ms\)=(?P<timeout>\d+)\)"
+    # "ran for N milliseconds" follows in every release; a paste cut at the right edge may end the line before it
+    r"(?: ran for (?P<ran>\d+) milliseconds|(?= ?(?:r|ra|ran|ran )?$))",
+    re.MULTILINE,
 )
 # PyTorch 2.3 prints "Timeout at NCCL work"; 2.4+ adds "Exception (either an error or timeout) detected by
 # watchdog at work"; newer code says "NCCL error is detected by watchdog at work" for errors.
@@ -462,7 +465,7 @@ def ranks_extract(scanner: TextScanner, lines: LineLocator) -> dict[int, RankSta
             state.op, state.seq = m["op"], int(m["seq"])
             state.numel_in = numel_in
             state.numel_out = int(m["numel_out"]) if m["numel_out"] else None
-            state.timeout_ms, state.ran_ms = int(m["timeout"]), int(m["ran"])
+            state.timeout_ms, state.ran_ms = int(m["timeout"]), int(m["ran"]) if m["ran"] else None
             state.line = lines.line_number(m.start())
             state.pg = m["pg"]
             state.group = pg_name(m["pg_head"], m.group(0))

@@ -227,6 +227,21 @@ def test_a_rank_missing_from_the_timeouts_is_silent_without_a_world_size_line(ru
     assert diagnosis.facts["silent_ranks"] == [0]
 
 
+def test_a_watchdog_line_cut_before_ran_for_still_names_its_collective(rules):
+    """A paste cut at the right edge: the record is whole, "ran for ..." is gone (PyTorch 2.4's what() line)."""
+    line = (
+        "  what():  [PG 1 Rank 1] Process group watchdog thread terminated with exception: [Rank 1] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=199, OpType=_REDUCE_SCATTER_BASE, NumelIn=7098994688, "
+        "NumelOut=443687168, Timeout(ms)=600000) ra"
+    )
+    diagnosis, _ = best(rules, line)
+    assert (diagnosis.facts["op_type"], diagnosis.facts["seq_num"], diagnosis.facts["timeout_ms"]) == (
+        "_REDUCE_SCATTER_BASE",
+        199,
+        600000,
+    )
+
+
 def test_an_excerpt_of_high_ranks_says_nothing_of_the_ranks_below_it(rules):
     diagnosis, _ = best(rules, timeouts([64, 65, 67]))
     assert diagnosis.facts["silent_ranks"] == [66]
