@@ -1,5 +1,5 @@
 """Real pastes from public issue threads (tests/fixtures/pastes): what users really paste, short and cut, from
-launchers and releases nobody here chose. Five sets, each with the floor it scored on 2026-11-25:
+launchers and releases nobody here chose. Six sets, each with the floor it scored on 2026-11-25:
 - tuned: 49 pastes whose misses the day's new signatures were written for (top1 0.88, hit3 0.98, negatives 1.00);
 - heldout: 40 pastes collected after those changes and labelled before the engine saw them (top1 0.77, hit3 1.00,
   negatives 1.00);
@@ -7,7 +7,9 @@ launchers and releases nobody here chose. Five sets, each with the floor it scor
   hit3 0.94, negatives 1.00);
 - heldout3: 32 more, chosen for the cases and launchers the others lacked, labelled before the engine saw them
   (top1 0.38, hit3 0.65, negatives 1.00);
-- heldout4: 31 more from other threads, labelled before the engine saw them (top1 0.64, hit3 0.92, negatives 1.00).
+- heldout4: 31 more from other threads, labelled before the engine saw them (top1 0.64, hit3 0.92, negatives 1.00);
+- heldout5: 27 more, for Slurm, Ray, Kubernetes and Windows shapes, labelled before the engine saw them (top1 0.65,
+  hit3 0.80, negatives 1.00).
 A change that loses ground on logs like these fails here. No database.
 """
 
