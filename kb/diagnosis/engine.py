@@ -13,7 +13,7 @@ from typing import Any
 
 from kb.diagnosis.conditions import condition_holds
 from kb.diagnosis.events import Failure, failure_exception
-from kb.diagnosis.facts import BAND_FACTS, GENERIC_FACTS, facts_bounded, rank_facts, rank_states_clash
+from kb.diagnosis.facts import BAND_FACTS, GENERIC_FACTS, facts_bounded, rank_facts, rank_state_merge
 from kb.diagnosis.flight_recorder import FlightRecorderReading, flight_recorder_detect, flight_recorder_read
 from kb.diagnosis.reading import (
     EVIDENCE_PER_SIGNAL,
@@ -182,10 +182,8 @@ def job_diagnose(
                 if sum(1 for e in into["evidence"] if e.signal == evidence.signal) < EVIDENCE_PER_SIGNAL:
                     into["evidence"].append(evidence)
         facts_merge(facts, reading.facts)
-        for rank, state in reading.ranks.items():
-            known = all_ranks.setdefault(rank, state)
-            if known is not state and rank_states_clash(known, state):
-                known.clash = True
+        for state in reading.ranks.values():
+            rank_state_merge(all_ranks, state)
         all_stacks += [(stack, reading.label) for stack in reading.stacks]
         dump_groups += reading.dump_groups
         if reading.failure:

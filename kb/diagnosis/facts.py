@@ -458,22 +458,20 @@ def ranks_extract(scanner: TextScanner, lines: LineLocator) -> dict[int, RankSta
     ranks: dict[int, RankState] = {}
     for m in scanner.matches(WATCHDOG_RE, WATCHDOG_LITERALS):
         rank = int(m["rank"])
-        state = ranks.setdefault(rank, RankState(rank=rank))
-        numel_in = int(m["numel_in"]) if m["numel_in"] else None
-        line_rank = _line_rank(scanner.text, m.start())
-        if state.op is None:
-            state.op, state.seq = m["op"], int(m["seq"])
-            state.numel_in = numel_in
-            state.numel_out = int(m["numel_out"]) if m["numel_out"] else None
-            state.timeout_ms, state.ran_ms = int(m["timeout"]), int(m["ran"]) if m["ran"] else None
-            state.line = lines.line_number(m.start())
-            state.pg = m["pg"]
-            state.group = pg_name(m["pg_head"], m.group(0))
-            state.line_rank = line_rank
-        elif (state.op, state.seq, state.numel_in) != (m["op"], int(m["seq"]), numel_in) or (
-            None not in (line_rank, state.line_rank) and line_rank != state.line_rank
-        ):
-            state.clash = True  # the same line quoted again (in what(), in a traceback) is no clash
+        seen = RankState(
+            rank=rank,
+            op=m["op"],
+            seq=int(m["seq"]),
+            numel_in=int(m["numel_in"]) if m["numel_in"] else None,
+            numel_out=int(m["numel_out"]) if m["numel_out"] else None,
+            timeout_ms=int(m["timeout"]),
+            ran_ms=int(m["ran"]) if m["ran"] else None,
+            pg=m["pg"],
+            group=pg_name(m["pg_head"], m.group(0)),
+            line_rank=_line_rank(scanner.text, m.start()),
+        )
+        if rank_state_merge(ranks, seen) is seen:  # a line quoted again (in what(), a traceback) is no clash
+            seen.line = lines.line_number(m.start())  # counted for a rank's first line only: it costs a count
     for m in scanner.matches(FINGERPRINT_RE, FINGERPRINT_LITERALS):
         state = ranks.setdefault(int(m["rank"]), RankState(rank=int(m["rank"])))
         state.fp_seq, state.fp_op = int(m["seq"]), m["op"]  # the last one printed wins
@@ -491,6 +489,15 @@ def ranks_extract(scanner: TextScanner, lines: LineLocator) -> dict[int, RankSta
         if state.last_completed is None:  # the watchdog's own progress line, where printed, says the same
             state.last_enqueued, state.last_completed = int(m["enqueued"]), int(m["completed"])
     return ranks
+
+
+def rank_state_merge(into: dict[int, RankState], state: RankState) -> RankState:
+    """Add one reading of a rank (another window, another file) to `into`: the first reading stays, marked as a clash
+    when the two disagree (rank_states_clash). Returns the reading kept."""
+    known = into.setdefault(state.rank, state)
+    if known is not state and rank_states_clash(known, state):
+        known.clash = True
+    return known
 
 
 def rank_states_clash(known: RankState, other: RankState) -> bool:

@@ -22,7 +22,7 @@ from typing import Any, BinaryIO, Iterator, Union
 from kb.diagnosis import tools
 from kb.diagnosis.debug_dumps import debug_dumps_read
 from kb.diagnosis.events import Failure, first_failure
-from kb.diagnosis.facts import FRAMEWORKS, PARALLELISM, STAGES_DONE, RankState, facts_extract, rank_states_clash
+from kb.diagnosis.facts import FRAMEWORKS, PARALLELISM, STAGES_DONE, RankState, facts_extract, rank_state_merge
 from kb.diagnosis.rules import Rules
 from kb.diagnosis.scanning import TextScanner, presence_started
 from kb.diagnosis.signatures import MAX_COUNTED_LINES, signature_hits
@@ -349,12 +349,10 @@ def _window_read(
         if not first_own <= (failure.start_line or failure.line) <= last_own:
             failure = None
     _facts_merge_window(reading.facts, facts)
-    for rank, state in ranks.items():
-        known = reading.ranks.setdefault(rank, state)
+    for state in ranks.values():
+        known = rank_state_merge(reading.ranks, state)
         if known is not state and state.fp_seq is not None:
             known.fp_seq, known.fp_op = state.fp_seq, state.fp_op  # a later window's last fingerprint wins
-        if known is not state and rank_states_clash(known, state):
-            known.clash = True
     reading.stacks += stacks
     timeouts_merge(reading.timeouts, timeouts_extract(scanner, lines, start, limit), None)
     reading.dump_groups += dumped.groups
