@@ -99,8 +99,9 @@ def _any_record_open(text: str) -> bool:
 # A watchdog message someone broke over lines to read it: the WorkNCCL(...) record on a line of its own, its fields
 # and "ran for ..." indented under it, "PG status: ..." under the progress line. Each such part goes back onto the line
 # before it, with one space, as PyTorch printed it.
-_WATCHDOG_PART_RE = re.compile(r"[ \t]*(?:WorkNCCL\(|NumelIn=|ran for \d+ milliseconds|PG status: )")
-_WATCHDOG_SPLIT_RE = re.compile(r"\n[ \t]*(?:WorkNCCL\(|NumelIn=|ran for \d+ milliseconds|PG status: )")
+_WATCHDOG_PART = r"[ \t]*(?:WorkNCCL\(|NumelIn=|ran for \d+ milliseconds|PG status: )"
+_WATCHDOG_PART_RE = re.compile(_WATCHDOG_PART)
+_WATCHDOG_SPLIT_RE = re.compile("\n" + _WATCHDOG_PART)
 _WATCHDOG_HEADS = ("Watchdog caught collective operation timeout", "WorkNCCL(", "detected by watchdog")
 
 
