@@ -30,6 +30,10 @@ def _rule(kind: str, pattern: str) -> tuple[str, re.Pattern, tuple[str, ...]]:
     return kind, re.compile(pattern), required_literals(pattern)
 
 
+# mpirun (Open MPI's orterun/prterun help text "proc-aborted-strsignal": "%s noticed that process rank %lu with PID %lu
+# on node %s exited on signal %d (%s).")
+_MPIRUN_SIGNAL = r"noticed that process rank \d+ with PID \d+ on node \S+ exited on signal "
+
 # Lines that are failures in their own right, never the effect of another rank's timeout.
 FAILURE_RULES = (
     _rule("oom-kill", r"Out of memory: Killed process \d+|Memory cgroup out of memory: Killed process \d+"),
@@ -38,9 +42,7 @@ FAILURE_RULES = (
     _rule("sigkill", r"died with <Signals\.SIGKILL: 9>|exited with code 137\b|exit code: 137\b"),
     # torch elastic's agent (api.py) and DeepSpeed's launcher (launch.py sigkill_handler) on a worker killed by SIGKILL
     _rule("sigkill", r"failed \(exitcode: -9\) local_rank: \d+|exits with return code = -9\b"),
-    # mpirun (Open MPI's orterun/prterun help text "proc-aborted-strsignal": "%s noticed that process rank %lu with PID
-    # %lu on node %s exited on signal %d (%s).")
-    _rule("sigkill", r"noticed that process rank \d+ with PID \d+ on node \S+ exited on signal 9\b"),
+    _rule("sigkill", _MPIRUN_SIGNAL + r"9\b"),
     _rule("ecc-error", r"uncorrectable ECC error encountered"),
     _rule("ecc-error", r"NVRM: Xid \([^)\n]{0,80}\): (?:48|63|64|92|94|95),"),
     _rule("cuda-error", r"NVRM: Xid \([^)\n]{0,80}\): (?:74|79),|GPU has fallen off the bus"),
@@ -52,7 +54,7 @@ FAILURE_RULES = (
     _rule(
         "signal",
         r"Signal (?:4|7|11) \(SIG(?:ILL|BUS|SEGV)\) received by PID \d+|Fatal Python error: (?:Segmentation fault|Bus error)"
-        r"|noticed that process rank \d+ with PID \d+ on node \S+ exited on signal (?:4|7|11)\b",
+        rf"|{_MPIRUN_SIGNAL}(?:4|7|11)\b",
     ),
 )
 LITERALS = tuple(lit for _, _, lits in FAILURE_RULES for lit in lits) + ("Root Cause (first observed failure)",)
