@@ -22,6 +22,7 @@ from typing import Any, BinaryIO, Iterator, Union
 from kb.diagnosis import tools
 from kb.diagnosis.debug_dumps import debug_dumps_read
 from kb.diagnosis.events import Failure, first_failure
+from kb.diagnosis.heap import freed_memory_kept
 from kb.diagnosis.facts import FRAMEWORKS, PARALLELISM, STAGES_DONE, RankState, facts_extract, rank_state_merge
 from kb.diagnosis.rules import Rules
 from kb.diagnosis.scanning import TextScanner, presence_started
@@ -93,6 +94,7 @@ def source_read(
     repair: bool = True,
 ) -> FileReading:
     """Read one source (bytes, text, a path or a binary file object) window by window."""
+    freed_memory_kept()
     reading = FileReading(label=label)
     if isinstance(data, Path):
         status = data.stat()
