@@ -310,8 +310,8 @@ def _window_read(
         reading.repairs += repaired.notes
     limit = len(text) if limit is None else limit
     behind_lines = text.count("\n", 0, start)
-    lines = LineLocator(text, joins, base_line=base_line - behind_lines)
     scanner = TextScanner(text, rules.literals, encoded=encoded, presence=presence)
+    lines = LineLocator(text, joins, base_line=base_line - behind_lines, chunk_newlines=scanner.chunk_newlines)
     skip = _harmless_lines(scanner, lines, rules, label, reading.harmless, start, limit)
     for sig, hits, count in signature_hits(
         scanner, rules.signatures, per_signature=EVIDENCE_PER_SIGNAL + len(skip), start=start, end=limit

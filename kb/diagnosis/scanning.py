@@ -14,7 +14,7 @@ import re
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 try:  # optional accelerator: one pass over the text tells which literals occur at all
     import hyperscan
@@ -148,16 +148,22 @@ def _literal_database(literals: frozenset[Literal]):
 
 
 CHUNK_BYTES = 1024 * 1024  # granularity of the presence map: a literal's lines are searched only in chunks holding it
+# From this size the pass also counts each chunk's line breaks, with numpy, which lets go of the GIL while it counts:
+# the caller decodes meanwhile instead of counting after (15 ms of a 50 MB log on this project's 2-core machine).
+# Below it, numpy's import (0.1 s) would cost more than the count it saves.
+COUNT_NEWLINES_BYTES = 8 * 1024 * 1024
 MIN_CHUNKS_A_THREAD = 8  # below 8 chunks a second scanning thread costs more than it saves
 BACKGROUND_SCAN_BYTES = 8 * 1024 * 1024  # below this the pass is too short to be worth running beside the decode
 
 
 @dataclass
 class Presence:
-    """Which literals occur, and in which chunks of CHUNK_BYTES bytes (by where an occurrence ends)."""
+    """Which literals occur, and in which chunks of CHUNK_BYTES bytes (by where an occurrence ends); with
+    numpy, also how many line breaks each chunk holds (see LineLocator)."""
 
     first_end: dict[Literal, int]
     chunks: dict[Literal, list[int]]
+    newlines: list[int] | None = None
 
 
 def literals_present(
@@ -175,35 +181,51 @@ def literals_present(
         return None
     database, ordered, overlap = compiled
     data = memoryview(encoded if encoded is not None else text.encode("utf-8", errors="replace"))
+    counter = _newline_counter() if len(data) >= COUNT_NEWLINES_BYTES else None
     count = (len(data) + CHUNK_BYTES - 1) // CHUNK_BYTES or 1
     parts = max(1, min(os.cpu_count() or 1, count // MIN_CHUNKS_A_THREAD))
     bounds = [count * part // parts for part in range(parts + 1)]
     runs = [(bounds[part], bounds[part + 1]) for part in range(parts)]
     if parts == 1:
-        found = [_chunks_scan(database, ordered, overlap, data, runs[0], None)]
+        found = [_chunks_scan(database, ordered, overlap, data, runs[0], None, counter)]
     else:
         scratches = [hyperscan.Scratch(database) for _ in runs]
         with ThreadPoolExecutor(max_workers=parts) as pool:
             found = list(
-                pool.map(lambda run, scratch: _chunks_scan(database, ordered, overlap, data, run, scratch), runs, scratches)
+                pool.map(
+                    lambda run, scratch: _chunks_scan(database, ordered, overlap, data, run, scratch, counter), runs, scratches
+                )
             )
     first_end: dict[Literal, int] = {}
     chunks: dict[Literal, list[int]] = {}
-    for part_first, part_chunks in found:  # in text order: a literal's first occurrence is in its first run
+    newlines: list[int] | None = [] if counter is not None else None
+    for part_first, part_chunks, part_newlines in found:  # in text order: a literal's first occurrence is in its first run
         for literal, end in part_first.items():
             first_end.setdefault(literal, end)
         for literal, indexes in part_chunks.items():
             chunks.setdefault(literal, []).extend(indexes)
-    return Presence(first_end, chunks)
+        if newlines is not None:
+            newlines += part_newlines
+    return Presence(first_end, chunks, newlines)
 
 
 def _chunks_scan(
-    database, ordered: list[Literal], overlap: int, data: memoryview, run: tuple[int, int], scratch
-) -> tuple[dict[Literal, int], dict[Literal, list[int]]]:
-    """The chunks first..last-1 of `data`: each literal's first end offset and the chunks it ends in."""
+    database,
+    ordered: list[Literal],
+    overlap: int,
+    data: memoryview,
+    run: tuple[int, int],
+    scratch,
+    counter: Callable[[memoryview], int] | None,
+) -> tuple[dict[Literal, int], dict[Literal, list[int]], list[int]]:
+    """The chunks first..last-1 of `data`: each literal's first end offset and the chunks it ends in, and (with
+    a counter) each chunk's line breaks."""
     first_end: dict[Literal, int] = {}
     chunks: dict[Literal, list[int]] = {}
+    newlines: list[int] = []
     for chunk in range(*run):
+        if counter is not None:
+            newlines.append(counter(data[chunk * CHUNK_BYTES : (chunk + 1) * CHUNK_BYTES]))
         begin = max(0, chunk * CHUNK_BYTES - overlap)
 
         def on_match(index: int, start: int, end: int, flags: int, context: object) -> None:
@@ -212,7 +234,18 @@ def _chunks_scan(
             chunks.setdefault(literal, []).append(chunk)
 
         database.scan(data[begin : (chunk + 1) * CHUNK_BYTES], match_event_handler=on_match, scratch=scratch)
-    return first_end, chunks
+    return first_end, chunks, newlines
+
+
+@functools.lru_cache(maxsize=1)
+def _newline_counter() -> Callable[[memoryview], int] | None:
+    """A function counting the line breaks in a buffer without holding the GIL; None without numpy."""
+    try:
+        import numpy
+    except ImportError:  # pragma: no cover - LineLocator then counts
+        return None
+    newline = numpy.uint8(ord("\n"))
+    return lambda view: int(numpy.count_nonzero(numpy.frombuffer(view, numpy.uint8) == newline))
 
 
 def presence_started(encoded: bytes | bytearray | memoryview, literals: Iterable[Literal]) -> Future[Presence | None]:
@@ -273,6 +306,11 @@ class TextScanner:
         # Byte offsets equal character offsets only for ASCII text; then a search visits only the chunks
         # where its literal occurs.
         self._offsets_valid = self._present is not None and text.isascii()
+
+    @property
+    def chunk_newlines(self) -> list[int] | None:
+        """Line breaks in each CHUNK_BYTES characters of the text, when the one-pass check counted them."""
+        return self._present.newlines if self._offsets_valid else None
 
     def _haystack(self, ignorecase: bool) -> str:
         if not ignorecase:

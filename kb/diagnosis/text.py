@@ -13,6 +13,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from kb.diagnosis import scanning
 from kb.diagnosis.scanning import bytes_contain
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
@@ -233,19 +234,23 @@ class LineLocator:
 
     The one count of the text's newlines is made a megabyte at a time and each step is kept as a checkpoint;
     a lookup counts from the nearest offset already resolved (C speed), so any line number costs at most
-    half a megabyte of counting, and no table of every line is built.
+    half a megabyte of counting, and no table of every line is built. `chunk_newlines`: the count per
+    megabyte already made (the presence pass makes it without the GIL, see TextScanner.chunk_newlines).
     """
 
-    def __init__(self, text: str, joins: list[int] | None = None, base_line: int = 0) -> None:
+    def __init__(
+        self, text: str, joins: list[int] | None = None, base_line: int = 0, chunk_newlines: list[int] | None = None
+    ) -> None:
         self.text = text
         self._joins = joins or []  # offsets where a repair removed a line break (see paste_repair)
         self._base = base_line  # lines of the file before this text (a window of a larger file)
         # sorted (offset, line number) checkpoints, one a megabyte, the end last
         self._known: list[tuple[int, int]] = [(0, 1)]
         line = 1
-        for start in range(0, len(text), CHECKPOINT_CHARS):
-            end = min(start + CHECKPOINT_CHARS, len(text))
-            line += text.count("\n", start, end)
+        step = scanning.CHUNK_BYTES if chunk_newlines is not None else CHECKPOINT_CHARS
+        for index, start in enumerate(range(0, len(text), step)):
+            end = min(start + step, len(text))
+            line += chunk_newlines[index] if chunk_newlines is not None else text.count("\n", start, end)
             self._known.append((end, line))
         self.newlines = line - 1  # how many line breaks the text holds
 

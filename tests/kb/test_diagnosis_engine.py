@@ -217,6 +217,15 @@ def test_a_text_scanned_in_threads_gives_the_presence_map_of_one_thread(monkeypa
     assert ("absent", False) not in threaded.first_end
 
 
+def test_the_presence_pass_counts_the_line_breaks_of_each_chunk_in_every_thread(monkeypatch):
+    monkeypatch.setattr(scanning, "CHUNK_BYTES", 64)
+    monkeypatch.setattr(scanning, "COUNT_NEWLINES_BYTES", 0)
+    monkeypatch.setattr(scanning.os, "cpu_count", lambda: 4)
+    data = "".join(f"[rank{i % 8}]: iteration {i} | lm loss: 2.5\n" if i % 3 else "\n" for i in range(300)).encode()
+    found = scanning.literals_present("", [("lm loss", False)], encoded=data)
+    assert found.newlines == [data[at : at + 64].count(b"\n") for at in range(0, len(data), 64)]
+
+
 def test_a_process_forked_after_a_background_scan_can_scan_in_the_background_too(monkeypatch):
     """The engine forks a worker per file of a job; a scan the parent ran beside its decode must not leave the child
     a background pass that never starts (a pool inherited through fork believes its thread is still there)."""

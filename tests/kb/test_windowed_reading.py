@@ -65,6 +65,27 @@ def test_the_literal_pass_run_beside_the_decode_gives_what_it_gives_after_it(ent
     assert summary(job_diagnose([beside], rules, top=5)) == summary(job_diagnose([after], rules, top=5))
 
 
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e.id for e in ENTRIES])
+def test_line_numbers_from_the_line_breaks_the_literal_pass_counted_are_the_texts_own(entry, rules, monkeypatch):
+    """A large input's line breaks are counted chunk by chunk beside the Hyperscan pass (numpy, without the GIL) and
+    the line numbers come from those counts; on every fixture, in chunks of 256 bytes, they must be the text's own."""
+    from kb.diagnosis import reading, scanning
+
+    data = entry.path.read_bytes()
+    monkeypatch.setattr(scanning, "BACKGROUND_SCAN_BYTES", 0)
+    monkeypatch.setattr(scanning, "CHUNK_BYTES", 256)
+    monkeypatch.setattr(scanning, "COUNT_NEWLINES_BYTES", 0)
+    given = []
+    original = reading.LineLocator
+    monkeypatch.setattr(reading, "LineLocator", lambda *a, **kw: given.append(kw["chunk_newlines"]) or original(*a, **kw))
+    counted = source_read(data, rules, label=None, repair=False)
+    monkeypatch.setattr(scanning, "COUNT_NEWLINES_BYTES", len(data) + 1)
+    own = source_read(data, rules, label=None, repair=False)
+    assert given[0] is not None or not data.isascii()  # the counts were used (byte offsets are characters)
+    assert given[1] is None
+    assert summary(job_diagnose([counted], rules, top=5)) == summary(job_diagnose([own], rules, top=5))
+
+
 def test_a_line_longer_than_a_window_is_read_without_losing_lines(rules):
     data = (
         b"x" * 10_000
