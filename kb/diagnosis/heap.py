@@ -2,10 +2,11 @@
 
 glibc serves each allocation over its mmap threshold (at most 32 MiB by default) with a fresh mapping and gives it
 back to the kernel when it is freed; the next such allocation then faults in every page again. A 50 MB log's
-text is one such allocation: on this project's 2-core machine decoding it took 27-30 ms when its pages were
-fresh and 4 ms when they were reused, and each window of a larger file paid the same again. Raising the
-thresholds keeps that memory in the heap for the next window or the next request, so a process holds on to
-about its largest diagnosis's peak (a gunicorn worker is budgeted for that anyway: config/serve.py).
+text is one such allocation. On this project's 2-core machine decoding it took 27-30 ms on fresh 4 KB pages, 8-9 ms
+on fresh huge pages (config/hugepages.py, as the command line and gunicorn run) and 4 ms on reused ones; each
+window of a larger file paid the same again. Raising the thresholds keeps that memory in the heap for the next
+window or the next request, so a process holds on to about its largest diagnosis's peak (a gunicorn worker is
+budgeted for that anyway: config/serve.py).
 """
 
 from __future__ import annotations
