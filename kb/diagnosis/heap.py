@@ -25,7 +25,7 @@ def freed_memory_kept() -> bool:
     glibc or refuses, and then nothing changes but speed."""
     try:
         mallopt = ctypes.CDLL(None).mallopt  # the C library the interpreter runs on
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):  # no C library to ask (Windows), or no mallopt in it (macOS)
         return False
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
     return bool(mallopt(_M_MMAP_THRESHOLD, REUSE_BYTES)) and bool(mallopt(_M_TRIM_THRESHOLD, REUSE_BYTES))

@@ -22,8 +22,8 @@ from typing import Any, BinaryIO, Iterator, Union
 from kb.diagnosis import tools
 from kb.diagnosis.debug_dumps import debug_dumps_read
 from kb.diagnosis.events import Failure, first_failure
-from kb.diagnosis.heap import freed_memory_kept
 from kb.diagnosis.facts import FRAMEWORKS, PARALLELISM, STAGES_DONE, RankState, facts_extract, rank_state_merge
+from kb.diagnosis.heap import freed_memory_kept
 from kb.diagnosis.rules import Rules
 from kb.diagnosis.scanning import TextScanner, presence_started
 from kb.diagnosis.signatures import MAX_COUNTED_LINES, signature_hits
