@@ -148,12 +148,11 @@ def _literal_database(literals: frozenset[Literal]):
 
 
 CHUNK_BYTES = 1024 * 1024  # granularity of the presence map: a literal's lines are searched only in chunks holding it
-# From this size the pass also counts each chunk's line breaks, with numpy, which lets go of the GIL while it counts:
-# the caller decodes meanwhile instead of counting after (15 ms of a 50 MB log on this project's 2-core machine).
-# Below it, numpy's import (0.1 s) would cost more than the count it saves.
-COUNT_NEWLINES_BYTES = 8 * 1024 * 1024
 MIN_CHUNKS_A_THREAD = 8  # below 8 chunks a second scanning thread costs more than it saves
-BACKGROUND_SCAN_BYTES = 8 * 1024 * 1024  # below this the pass is too short to be worth running beside the decode
+# Below this the pass is too short to be worth running beside the decode. From it on, the pass also counts each chunk's
+# line breaks, with numpy, which lets go of the GIL while it counts: the caller decodes meanwhile instead of counting
+# after (15 ms of a 50 MB log on this project's 2-core machine); below it numpy's import (0.1 s) would cost more.
+BACKGROUND_SCAN_BYTES = 8 * 1024 * 1024
 
 
 @dataclass
@@ -181,7 +180,7 @@ def literals_present(
         return None
     database, ordered, overlap = compiled
     data = memoryview(encoded if encoded is not None else text.encode("utf-8", errors="replace"))
-    counter = _newline_counter() if len(data) >= COUNT_NEWLINES_BYTES else None
+    counter = _newline_counter() if len(data) >= BACKGROUND_SCAN_BYTES else None
     count = (len(data) + CHUNK_BYTES - 1) // CHUNK_BYTES or 1
     parts = max(1, min(os.cpu_count() or 1, count // MIN_CHUNKS_A_THREAD))
     bounds = [count * part // parts for part in range(parts + 1)]

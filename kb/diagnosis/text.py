@@ -226,16 +226,13 @@ def _wrap_width(lines: list[str]) -> int | None:
     return widest
 
 
-CHECKPOINT_CHARS = 1 << 20
-
-
 class LineLocator:
     """Maps character offsets in a text to 1-based line numbers and line contents.
 
-    The one count of the text's newlines is made a megabyte at a time and each step is kept as a checkpoint;
-    a lookup counts from the nearest offset already resolved (C speed), so any line number costs at most
-    half a megabyte of counting, and no table of every line is built. `chunk_newlines`: the count per
-    megabyte already made (the presence pass makes it without the GIL, see TextScanner.chunk_newlines).
+    The one count of the text's newlines is made a chunk (scanning.CHUNK_BYTES, a megabyte) at a time and each step
+    is kept as a checkpoint; a lookup counts from the nearest offset already resolved (C speed), so any line number
+    costs at most half a chunk of counting, and no table of every line is built. `chunk_newlines`: that count already
+    made, chunk by chunk (the presence pass makes it without the GIL, see TextScanner.chunk_newlines).
     """
 
     def __init__(
@@ -244,10 +241,10 @@ class LineLocator:
         self.text = text
         self._joins = joins or []  # offsets where a repair removed a line break (see paste_repair)
         self._base = base_line  # lines of the file before this text (a window of a larger file)
-        # sorted (offset, line number) checkpoints, one a megabyte, the end last
+        # sorted (offset, line number) checkpoints, one a chunk, the end last
         self._known: list[tuple[int, int]] = [(0, 1)]
         line = 1
-        step = scanning.CHUNK_BYTES if chunk_newlines is not None else CHECKPOINT_CHARS
+        step = scanning.CHUNK_BYTES
         for index, start in enumerate(range(0, len(text), step)):
             end = min(start + step, len(text))
             line += chunk_newlines[index] if chunk_newlines is not None else text.count("\n", start, end)

@@ -219,7 +219,7 @@ def test_a_text_scanned_in_threads_gives_the_presence_map_of_one_thread(monkeypa
 
 def test_the_presence_pass_counts_the_line_breaks_of_each_chunk_in_every_thread(monkeypatch):
     monkeypatch.setattr(scanning, "CHUNK_BYTES", 64)
-    monkeypatch.setattr(scanning, "COUNT_NEWLINES_BYTES", 0)
+    monkeypatch.setattr(scanning, "BACKGROUND_SCAN_BYTES", 0)
     monkeypatch.setattr(scanning.os, "cpu_count", lambda: 4)
     data = "".join(f"[rank{i % 8}]: iteration {i} | lm loss: 2.5\n" if i % 3 else "\n" for i in range(300)).encode()
     found = scanning.literals_present("", [("lm loss", False)], encoded=data)
