@@ -16,18 +16,22 @@ from kb.diagnosis.events import Failure, failure_exception
 from kb.diagnosis.facts import BAND_FACTS, GENERIC_FACTS, facts_bounded, rank_facts, rank_state_merge
 from kb.diagnosis.flight_recorder import FlightRecorderReading, flight_recorder_detect, flight_recorder_read
 from kb.diagnosis.reading import (
-    EVIDENCE_PER_SIGNAL,
     MAX_HARMLESS,
     Evidence,
+    FilePart,
     FileReading,
     Harmless,
     Source,
     facts_merge,
+    file_part_read,
+    file_parts,
+    per_case_merge,
+    readings_join,
     reading_rank_set,
     source_read,
 )
 from kb.diagnosis.rules import Rules
-from kb.diagnosis.signatures import MAX_COUNTED_LINES
+from kb.diagnosis.scanning import scanning_prepare
 from kb.diagnosis.stacks import Stack, stack_collectives
 from kb.diagnosis.timeouts import TimeoutSeen, timeouts_merge, timeouts_summary
 from kb.diagnosis.rank_groups import rank_groups_build
@@ -99,8 +103,8 @@ def log_diagnose(
     few lines of each.
 
     With `budget_s`, line matching stops when the time is spent and the answer is marked partial: a
-    hostile input costs a bounded share of a worker, never the worker. With `workers` > 1, several files
-    given as paths are read in parallel processes (the command line: one job's rank or node logs).
+    hostile input costs a bounded share of a worker, never the worker. With `workers` > 1, files given as
+    paths are read in parallel processes, a large one as runs of its windows (the command line).
     Flight Recorder dumps among the sources are read as dumps, never executed; `ranks` names the rank of a
     file whose path says it (torchrun's --log-dir layout, rank3.log) for lines that do not."""
     started = time.perf_counter()
@@ -109,14 +113,8 @@ def log_diagnose(
     dumps = [source for source, dump in zip(sources, is_dump) if dump]
     sources = [source for source, dump in zip(sources, is_dump) if not dump]
     labels = [name if len(sources) > 1 else None for name, _ in sources]
-    if workers > 1 and len(sources) > 1 and all(isinstance(data, Path) for _, data in sources):
-        with ProcessPoolExecutor(
-            max_workers=min(workers, len(sources)), mp_context=get_context("fork"), initializer=_worker_init, initargs=(rules,)
-        ) as pool:
-            chunk = max(1, len(sources) // (4 * min(workers, len(sources))))  # a few round trips per worker, not one per file
-            readings = list(
-                pool.map(_worker_read, [data for _, data in sources], labels, [deadline] * len(sources), chunksize=chunk)
-            )
+    if workers > 1 and all(isinstance(data, Path) for _, data in sources):
+        readings = _paths_read(rules, [data for _, data in sources], labels, deadline, workers)
     else:
         readings = [source_read(data, rules, label=label, deadline=deadline) for (_, data), label in zip(sources, labels)]
     file_ranks: dict[int, int] = {}
@@ -133,6 +131,35 @@ def log_diagnose(
     )
 
 
+def _paths_read(
+    rules: Rules, paths: list[Path], labels: list[str | None], deadline: float | None, workers: int
+) -> list[FileReading]:
+    """A job's files on all cores (the command line: one job's rank or node logs). A file holding a large share of
+    the job's bytes, a single big log most of all, is read as runs of its windows in several processes and joined."""
+    sizes = [path.stat().st_size for path in paths]
+    total = sum(sizes) or 1
+    tasks: list[tuple[int, Path | FilePart]] = []
+    for index, (path, size) in enumerate(zip(paths, sizes)):
+        parts = file_parts(path, round(workers * size / total))
+        tasks += [(index, part) for part in parts] or [(index, path)]
+    if len(tasks) < 2:
+        return [source_read(path, rules, label=label, deadline=deadline) for path, label in zip(paths, labels)]
+    # What every worker needs, made once here and inherited through the fork instead of made in each.
+    scanning_prepare(rules.literals, count_lines=any(isinstance(task, FilePart) for _, task in tasks))
+    pool_size = min(workers, len(tasks))
+    with ProcessPoolExecutor(
+        max_workers=pool_size, mp_context=get_context("fork"), initializer=_worker_init, initargs=(rules,)
+    ) as pool:
+        chunk = max(1, len(tasks) // (4 * pool_size))  # a few round trips per worker, not one per file
+        done = pool.map(
+            _worker_read, [task for _, task in tasks], [labels[i] for i, _ in tasks], [deadline] * len(tasks), chunksize=chunk
+        )
+        by_file: list[list[FileReading]] = [[] for _ in paths]
+        for (index, _), reading in zip(tasks, done):
+            by_file[index].append(reading)
+    return [readings_join(parts) for parts in by_file]
+
+
 _worker_rules: Rules | None = None
 
 
@@ -141,10 +168,12 @@ def _worker_init(rules: Rules) -> None:
     _worker_rules = rules
 
 
-def _worker_read(path: Path, label: str | None, deadline: float | None) -> FileReading:
-    """One file of a job, in a worker process (the files of a job are read on all cores, then merged)."""
+def _worker_read(task: Path | FilePart, label: str | None, deadline: float | None) -> FileReading:
+    """One file of a job, or one run of a large file's windows, in a worker process."""
     assert _worker_rules is not None
-    return source_read(path, _worker_rules, label=label, deadline=deadline)
+    if isinstance(task, FilePart):
+        return file_part_read(task, _worker_rules, label=label, deadline=deadline)
+    return source_read(task, _worker_rules, label=label, deadline=deadline)
 
 
 def job_diagnose(
@@ -170,17 +199,7 @@ def job_diagnose(
     harmless: list[Harmless] = []
     limits: list[TimeoutSeen] = []
     for reading in readings:
-        for slug, entry in reading.per_case.items():
-            into = per_case.setdefault(slug, {"signals": {}, "evidence": []})
-            for signal_id, signal in entry["signals"].items():
-                if signal_id in into["signals"]:
-                    total = into["signals"][signal_id]["count"] + signal["count"]
-                    into["signals"][signal_id]["count"] = min(total, MAX_COUNTED_LINES)
-                else:
-                    into["signals"][signal_id] = dict(signal)
-            for evidence in entry["evidence"]:
-                if sum(1 for e in into["evidence"] if e.signal == evidence.signal) < EVIDENCE_PER_SIGNAL:
-                    into["evidence"].append(evidence)
+        per_case_merge(per_case, reading.per_case)
         facts_merge(facts, reading.facts)
         for state in reading.ranks.values():
             rank_state_merge(all_ranks, state)

@@ -11,6 +11,7 @@ have come from a terminal or a web page is read whole and repaired first (see te
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import mmap
 import os
@@ -42,6 +43,7 @@ LIVE_SECONDS = 10
 LOOKBEHIND_BYTES = 4096  # lines before a window: a stack's heading ("=== rank 3 ===") may be just before it
 
 Source = Union[bytes, str, Path, BinaryIO]
+Span = tuple[int, int, int, int]  # a window: where its look-behind starts, its own part starts and ends, its look-ahead ends
 
 
 @dataclass
@@ -99,7 +101,7 @@ def source_read(
     if isinstance(data, Path):
         status = data.stat()
         whole = status.st_size <= min(WHOLE_READ_LIMIT, window_bytes * 2)
-        if status.st_size > REPAIR_LIMIT and time.time() - status.st_mtime > LIVE_SECONDS:
+        if _mappable(status):
             with _mapped(data, populate=whole) as mapped:  # the page cache itself: no copy before the decode
                 return _bytes_read(mapped, rules, reading, deadline, window_bytes, lookahead_bytes)
         if whole:
@@ -119,6 +121,76 @@ def source_read(
     return reading
 
 
+def _mappable(status: os.stat_result) -> bool:
+    """A file too big to be a paste that nobody is writing to: read from its mapping."""
+    return status.st_size > REPAIR_LIMIT and time.time() - status.st_mtime > LIVE_SECONDS
+
+
+@dataclass(frozen=True)
+class FilePart:
+    """A run of a large file's windows, read on its own (in another process) and joined in order by
+    `readings_join`: the same windows, so the same reading, as one process going through the whole file."""
+
+    path: Path
+    spans: tuple[Span, ...]
+
+
+def file_parts(
+    path: Path, parts: int, *, window_bytes: int = WINDOW_BYTES, lookahead_bytes: int = LOOKAHEAD_BYTES
+) -> list[FilePart]:
+    """The windows `source_read` reads a file in, cut into up to `parts` runs of about equal size; [] when the
+    file is read in one piece, or read rather than mapped (see source_read)."""
+    status = path.stat()
+    if parts < 2 or not _mappable(status) or status.st_size <= min(WHOLE_READ_LIMIT, window_bytes * 2):
+        return []
+    with _mapped(path) as mapped:
+        spans = window_spans(mapped, window_bytes, lookahead_bytes)
+    parts = min(parts, len(spans))
+    return [FilePart(path, tuple(spans[len(spans) * k // parts : len(spans) * (k + 1) // parts])) for k in range(parts)]
+
+
+def file_part_read(part: FilePart, rules: Rules, *, label: str | None, deadline: float | None = None) -> FileReading:
+    """One run of windows, its lines numbered from the run's first line (readings_join moves them)."""
+    freed_memory_kept()
+    reading = FileReading(label=label)
+    with _mapped(part.path) as mapped:
+        _windows_read(_windows_sliced(mapped, list(part.spans)), rules, reading, deadline, repair=False)
+    return reading
+
+
+def readings_join(parts: list[FileReading]) -> FileReading:
+    """The readings of a file's parts, in file order, as one reading of the file: each part's line numbers move
+    down by the lines of the parts before it. As in one pass, nothing is read past a part cut short by the deadline."""
+    joined = parts[0]
+    for later in parts[1:]:
+        if joined.partial:
+            break
+        _lines_shift(later, joined.lines)
+        reading_extend(joined, later)
+    return joined
+
+
+def _lines_shift(reading: FileReading, by: int) -> None:
+    """Every line number a reading holds, `by` lines further down."""
+    for entry in reading.per_case.values():
+        for evidence in entry["evidence"]:
+            evidence.line += by
+    for harmless in reading.harmless:
+        harmless.line += by
+    for stack in reading.stacks:
+        stack.line += by
+        stack.frame_lines = [line + by for line in stack.frame_lines]
+    for state in reading.ranks.values():
+        if state.line is not None:
+            state.line += by
+    reading.timeouts = [dataclasses.replace(seen, line=seen.line + by) for seen in reading.timeouts]
+    if reading.failure is not None:
+        start_line = reading.failure.start_line
+        reading.failure = dataclasses.replace(
+            reading.failure, line=reading.failure.line + by, start_line=None if start_line is None else start_line + by
+        )
+
+
 def _bytes_read(
     data: bytes | bytearray | mmap.mmap,
     rules: Rules,
@@ -135,7 +207,9 @@ def _bytes_read(
         )
         reading.bytes = len(data)
         return reading
-    _windows_read(_windows_sliced(data, window_bytes, lookahead_bytes), rules, reading, deadline, repair=False)
+    _windows_read(
+        _windows_sliced(data, window_spans(data, window_bytes, lookahead_bytes)), rules, reading, deadline, repair=False
+    )
     return reading
 
 
@@ -234,30 +308,37 @@ def _windows(stream: BinaryIO, window_bytes: int, lookahead_bytes: int) -> Itera
         pending = pending[cut:]
 
 
-def _windows_sliced(
-    data: bytes | bytearray | mmap.mmap, window_bytes: int, lookahead_bytes: int
-) -> Iterator[tuple[bytes, int, int, int]]:
-    """The windows `_windows` gives for a stream, cut out of bytes already in memory or mapped: one copy a
-    window and no concatenation. Mapped pages behind the look-behind are given back as it moves on, so the
-    process's resident memory follows the window, not the file."""
+def window_spans(data: bytes | bytearray | mmap.mmap, window_bytes: int, lookahead_bytes: int) -> list[Span]:
+    """The windows `_windows` gives for a stream, as offsets into bytes already in memory or mapped (a search for
+    a line break at each window's end: no pass over the bytes)."""
     size = len(data)
-    start = behind = released = 0  # where the window's own part starts; where its look-behind starts
-    page = mmap.PAGESIZE
+    spans: list[Span] = []
+    start = behind = 0  # where the window's own part starts; where its look-behind starts
     while start < size:
         if size - start <= window_bytes:
-            yield bytes(data[behind:size]), start - behind, size - behind, size
-            return
-        end = min(size, start + window_bytes + lookahead_bytes)
+            spans.append((behind, start, size, size))
+            break
         cut = data.rfind(b"\n", start, start + window_bytes) + 1
         if cut == 0:  # one line longer than a window: cut it at the window
             cut = start + window_bytes
-        yield bytes(data[behind:end]), start - behind, cut - behind, end
+        spans.append((behind, start, cut, min(size, start + window_bytes + lookahead_bytes)))
         newline = data.find(b"\n", max(start, cut - LOOKBEHIND_BYTES), cut - 1)
         behind = newline + 1 if newline != -1 else cut  # whole lines only
         start = cut
-        if isinstance(data, mmap.mmap) and behind // page * page > released:
-            data.madvise(mmap.MADV_DONTNEED, released, behind // page * page - released)
-            released = behind // page * page
+    return spans
+
+
+def _windows_sliced(data: bytes | bytearray | mmap.mmap, spans: list[Span]) -> Iterator[tuple[bytes, int, int, int]]:
+    """The windows of `spans` cut out of `data`: one copy a window and no concatenation. Mapped pages behind the
+    look-behind are given back as it moves on, so the process's resident memory follows the window, not the file."""
+    page = mmap.PAGESIZE
+    released = spans[0][0] // page * page if spans else 0
+    for (behind, start, cut, end), after in zip(spans, spans[1:] + [None]):
+        yield bytes(data[behind:end]), start - behind, cut - behind, end
+        done = after[0] // page * page if after else released  # the next window's look-behind on is still to read
+        if isinstance(data, mmap.mmap) and done > released:
+            data.madvise(mmap.MADV_DONTNEED, released, done - released)
+            released = done
 
 
 def _read_full(stream: BinaryIO, size: int) -> bytes:
@@ -312,61 +393,85 @@ def _window_read(
     behind_lines = text.count("\n", 0, start)
     scanner = TextScanner(text, rules.literals, encoded=encoded, presence=presence)
     lines = LineLocator(text, joins, base_line=base_line - behind_lines, chunk_newlines=scanner.chunk_newlines)
-    skip = _harmless_lines(scanner, lines, rules, label, reading.harmless, start, limit)
+    window = FileReading(label=label)
+    skip = _harmless_lines(scanner, lines, rules, label, window.harmless, start, limit)
     for sig, hits, count in signature_hits(
         scanner, rules.signatures, per_signature=EVIDENCE_PER_SIGNAL + len(skip), start=start, end=limit
     ):
         if deadline is not None and time.perf_counter() > deadline:
-            reading.partial = True
+            window.partial = True
             break
         kept = [hit for hit in hits if lines.line_start(hit.offset) not in skip][:EVIDENCE_PER_SIGNAL]
         if skip and not kept:
             continue  # the signature matched harmless lines only
-        entry = reading.per_case.setdefault(sig.case, {"signals": {}, "evidence": []})
-        signal = entry["signals"].setdefault(
-            sig.id,
-            {
-                "id": sig.id,
-                "description": sig.description,
-                "weight": sig.weight,
-                "anchor": sig.anchor,
-                "count": 0,
-                "kind": "line",
-            },
-        )
-        signal["count"] = min(signal["count"] + count, MAX_COUNTED_LINES)
-        for hit in kept:
-            if sum(1 for e in entry["evidence"] if e.signal == sig.id) < EVIDENCE_PER_SIGNAL:
-                entry["evidence"].append(_evidence(lines, hit, sig.id, label))
-    facts, ranks = facts_extract(scanner, lines)
-    facts.update(tools.tool_facts(scanner))
+        entry = window.per_case.setdefault(sig.case, {"signals": {}, "evidence": []})
+        entry["signals"][sig.id] = {
+            "id": sig.id,
+            "description": sig.description,
+            "weight": sig.weight,
+            "anchor": sig.anchor,
+            "count": min(count, MAX_COUNTED_LINES),
+            "kind": "line",
+        }
+        entry["evidence"] += [_evidence(lines, hit, sig.id, label) for hit in kept]
+    window.facts, window.ranks = facts_extract(scanner, lines)
+    window.facts.update(tools.tool_facts(scanner))
     stacks = [s for s in stacks_extract(scanner, lines) if start <= s.offset < limit]
     dumped = debug_dumps_read(scanner, stacks, start, limit)
-    stacks = dumped.stacks
-    facts_merge(facts, dumped.facts)
-    failure = first_failure(scanner, lines, stacks, label)
-    if failure is not None and core_end is not None:
+    window.stacks, window.dump_groups = dumped.stacks, dumped.groups
+    facts_merge(window.facts, dumped.facts)
+    window.failure = first_failure(scanner, lines, window.stacks, label)
+    if window.failure is not None and core_end is not None:
         first_own = lines.line_number(start)
         last_own = lines.line_number(max(start, limit - 1))
-        if not first_own <= (failure.start_line or failure.line) <= last_own:
-            failure = None
-    _facts_merge_window(reading.facts, facts)
-    for state in ranks.values():
+        if not first_own <= (window.failure.start_line or window.failure.line) <= last_own:
+            window.failure = None
+    timeouts_merge(window.timeouts, timeouts_extract(scanner, lines, start, limit), None)
+    if core_end is None:
+        window.lines = lines.line_count()
+    else:
+        # Newlines of the window's own part: the window's count (known) less the short look-behind and look-ahead.
+        own_newlines = lines.newlines - behind_lines - text.count("\n", limit)
+        window.lines = own_newlines + (1 if limit == len(text) and limit > start and not text.endswith("\n") else 0)
+    reading_extend(reading, window)
+    return base_line + window.lines
+
+
+def reading_extend(reading: FileReading, later: FileReading) -> None:
+    """Add what a later stretch of the same file gave (a window, or a run of windows read in another process,
+    its line numbers already counted from the file's start) to what the stretches before it gave."""
+    per_case_merge(reading.per_case, later.per_case)
+    _facts_merge_window(reading.facts, later.facts)
+    for state in later.ranks.values():
         known = rank_state_merge(reading.ranks, state)
         if known is not state and state.fp_seq is not None:
             known.fp_seq, known.fp_op = state.fp_seq, state.fp_op  # a later window's last fingerprint wins
-    reading.stacks += stacks
-    timeouts_merge(reading.timeouts, timeouts_extract(scanner, lines, start, limit), None)
-    reading.dump_groups += dumped.groups
-    reading.failure = reading.failure or failure
-    if core_end is None:
-        reading.lines += lines.line_count()
-        return base_line + lines.line_count()
-    # Newlines of the window's own part: the window's count (known) less the short look-behind and look-ahead.
-    own_newlines = lines.newlines - behind_lines - text.count("\n", limit)
-    own = own_newlines + (1 if limit == len(text) and limit > start and not text.endswith("\n") else 0)
-    reading.lines += own
-    return base_line + own
+    reading.stacks += later.stacks
+    timeouts_merge(reading.timeouts, later.timeouts, None)
+    reading.dump_groups += later.dump_groups
+    reading.failure = reading.failure or later.failure
+    for harmless in later.harmless:
+        if len(reading.harmless) < MAX_HARMLESS and not any(h.id == harmless.id for h in reading.harmless):
+            reading.harmless.append(harmless)
+    reading.lines += later.lines
+    reading.bytes += later.bytes
+    reading.partial = reading.partial or later.partial
+
+
+def per_case_merge(into: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]]) -> None:
+    """Signals and evidence of a later window or file: counts add up (to the cap), evidence keeps the first few
+    lines of each signal."""
+    for slug, entry in new.items():
+        target = into.setdefault(slug, {"signals": {}, "evidence": []})
+        for signal_id, signal in entry["signals"].items():
+            if signal_id in target["signals"]:
+                total = target["signals"][signal_id]["count"] + signal["count"]
+                target["signals"][signal_id]["count"] = min(total, MAX_COUNTED_LINES)
+            else:
+                target["signals"][signal_id] = dict(signal)
+        for evidence in entry["evidence"]:
+            if sum(1 for e in target["evidence"] if e.signal == evidence.signal) < EVIDENCE_PER_SIGNAL:
+                target["evidence"].append(evidence)
 
 
 def _boundaries(data: bytes, text: str, core_start: int, core_end: int) -> tuple[int, int]:

@@ -247,6 +247,14 @@ def _newline_counter() -> Callable[[memoryview], int] | None:
     return lambda view: int(numpy.count_nonzero(numpy.frombuffer(view, numpy.uint8) == newline))
 
 
+def scanning_prepare(literals: Iterable[Literal], *, count_lines: bool) -> None:
+    """Compile the literal pass, and with `count_lines` import the line counter, now: processes forked after this
+    inherit both instead of each making its own."""
+    _literal_database(frozenset(literals))
+    if count_lines:
+        _newline_counter()
+
+
 def presence_started(encoded: bytes | bytearray | memoryview, literals: Iterable[Literal]) -> Future[Presence | None]:
     """`literals_present` over `encoded`, begun now in a thread of its own when the input is large, so that
     the caller's decoding and line counting (which hold the GIL) run while Hyperscan scans (which does not).

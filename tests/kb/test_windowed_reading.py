@@ -11,7 +11,7 @@ from django.conf import settings
 
 from kb.corpus import content_rules, corpus_entries
 from kb.diagnosis.engine import job_diagnose
-from kb.diagnosis.reading import _mapped, _windows, _windows_sliced, source_read
+from kb.diagnosis.reading import _mapped, _windows, _windows_sliced, source_read, window_spans
 
 REPO = Path(__file__).resolve().parents[2]
 ENTRIES = corpus_entries(REPO / "tests" / "fixtures" / "logs")
@@ -149,7 +149,7 @@ def test_windows_cut_out_of_a_mapped_file_are_the_windows_of_its_stream(tmp_path
         path.write_bytes(data)
         streamed = list(_windows(io.BytesIO(data), window, lookahead))
         with _mapped(path) as mapped:
-            sliced = list(_windows_sliced(mapped, window, lookahead))
+            sliced = list(_windows_sliced(mapped, window_spans(mapped, window, lookahead)))
         assert sliced == streamed, entry.id if entry else "long line"
 
 
@@ -184,3 +184,44 @@ def test_a_file_written_seconds_ago_is_read_not_mapped(rules, tmp_path, monkeypa
     monkeypatch.setattr(reading, "_mapped", lambda p, **kw: mapped.append(p) or pytest.fail("a live log was mapped"))
     assert summary(job_diagnose([source_read(path, rules, label=None)], rules, top=5))["matches"]
     assert mapped == []
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e.id for e in ENTRIES])
+def test_a_file_read_as_runs_of_windows_and_joined_gives_what_one_pass_gives(entry, rules, tmp_path, monkeypatch):
+    """A large log is cut into runs of its windows, each read in a process of its own, their line numbers moved down
+    by the lines before them; on every fixture, in windows of 2 KB, cut in three runs, that is the one pass's reading."""
+    from kb.diagnosis import reading
+
+    monkeypatch.setattr(reading, "REPAIR_LIMIT", 0)  # every fixture is read from its mapping, as a large log is
+    path = tmp_path / "job.log"
+    path.write_bytes(entry.path.read_bytes())
+    _age(path)
+    one_pass = source_read(path, rules, label=None, window_bytes=2048, lookahead_bytes=32768)
+    parts = reading.file_parts(path, 3, window_bytes=2048, lookahead_bytes=32768)
+    if parts:
+        joined = reading.readings_join([reading.file_part_read(part, rules, label=None) for part in parts])
+    else:  # a file of two windows or fewer is read in one piece
+        assert path.stat().st_size <= 2 * 2048
+        joined = source_read(path, rules, label=None, window_bytes=2048, lookahead_bytes=32768)
+    assert summary(job_diagnose([joined], rules, top=5)) == summary(job_diagnose([one_pass], rules, top=5))
+
+
+def test_one_large_log_is_read_on_every_core_and_gives_what_one_process_gives(rules, tmp_path, monkeypatch):
+    from kb.benchmark import console_log_write
+    from kb.diagnosis import engine, reading
+    from kb.diagnosis.engine import log_diagnose
+
+    monkeypatch.setattr(reading, "REPAIR_LIMIT", 0)
+    monkeypatch.setitem(reading.source_read.__kwdefaults__, "window_bytes", 65536)
+    monkeypatch.setitem(reading.file_parts.__kwdefaults__, "window_bytes", 65536)
+    path = tmp_path / "job.log"
+    console_log_write(path, size_bytes=2_000_000)
+    _age(path)
+    cut: list[int] = []
+    original = engine.file_parts
+    monkeypatch.setattr(engine, "file_parts", lambda p, n: cut.append(n) or original(p, n))
+    parallel = log_diagnose([(path.name, path)], rules, workers=3)
+    serial = log_diagnose([(path.name, path)], rules, workers=1)
+    assert cut == [3]
+    assert summary(parallel) == summary(serial)
+    assert summary(serial)["matches"] and summary(serial)["lines"] > 5000  # the timeout is in the last run
