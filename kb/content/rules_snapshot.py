@@ -1,12 +1,15 @@
 """The rules snapshot: what the engine matches and what a diagnosis links to, written into each published
 build by `load_content` from the rows it has just written, so the command line can diagnose from the build
-without starting Django or opening the database (start-up is most of the time on a short log).
+without starting Django or opening the database (start-up is most of the time on a short log). Beside it, the
+Hyperscan database of the rules' literals, compiled once here rather than at every start.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,8 +17,10 @@ from typing import Any
 from kb.content.publish import RULES_FILE, current_build
 from kb.diagnosis.contract import Catalog
 from kb.diagnosis.rules import Rules, rules_compile
+from kb.diagnosis.scanning import literal_database_dump, literal_database_load
 
 FORMAT = 1
+LITERALS_FILE = "literals.hs"  # the compiled literal pass of these rules (kb.diagnosis.scanning)
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,7 @@ def rules_snapshot_write(build: Path, *, revision: str, cases: list[dict], harml
         "case_urls": catalog.case_urls,
         "harmless_url": catalog.harmless_url,
     }
+    _literal_database_cached(build, rules_compile(cases, harmless))
     # Written last and renamed into place: a build that has this file is complete (kb.content.publish).
     written = build / f"{RULES_FILE}.tmp"
     written.write_text(json.dumps(body, ensure_ascii=False), encoding="utf-8")
@@ -55,4 +61,29 @@ def rules_snapshot_read(index_root: Path) -> RulesSnapshot | None:
     if body.get("format") != FORMAT:
         return None
     catalog = Catalog(titles=body["titles"], case_urls=body["case_urls"], harmless_url=body["harmless_url"])
-    return RulesSnapshot(revision=body["revision"], rules=rules_compile(body["cases"], body["harmless"]), catalog=catalog)
+    rules = rules_compile(body["cases"], body["harmless"])
+    _literal_database_cached(build, rules)
+    return RulesSnapshot(revision=body["revision"], rules=rules, catalog=catalog)
+
+
+def _literal_database_cached(build: Path, rules: Rules) -> None:
+    """Load the build's literal database; if it is missing or was compiled from other literals (a build published
+    by an older release, whose readers looked for other words), compile it and leave it for the next start."""
+    try:
+        if literal_database_load(rules.literals, (build / LITERALS_FILE).read_bytes()):
+            return
+    except OSError:
+        pass
+    dumped = literal_database_dump(rules.literals)
+    if dumped is None:
+        return
+    written: str | None = None
+    try:  # renamed into place, so a process starting meanwhile reads the old file or the whole new one
+        with tempfile.NamedTemporaryFile(dir=build, prefix=f"{LITERALS_FILE}.", delete=False) as handle:
+            written = handle.name
+            handle.write(dumped)
+        os.replace(written, build / LITERALS_FILE)
+    except OSError:  # a build this user may not write to, or a full disk: compiled again next time
+        if written is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(written)

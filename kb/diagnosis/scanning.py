@@ -9,6 +9,7 @@ substring search; most patterns are absent from most logs.
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import re
 import threading
@@ -126,11 +127,50 @@ def _leading_run(items: list) -> str:
 Literal = tuple[str, bool]  # (text, ignorecase)
 
 
-@functools.lru_cache(maxsize=8)
+# A database compiled by an earlier process for one set of literals (literal_database_load): at most one.
+_LOADED: dict[frozenset[Literal], tuple] = {}
+
+
 def _literal_database(literals: frozenset[Literal]):
-    """A Hyperscan database over every literal (compiled once per content revision), or None."""
+    """A Hyperscan database over every literal (compiled once per content revision, or loaded), or None."""
     if hyperscan is None or not literals:
         return None
+    return _LOADED.get(literals) or _literal_database_compile(literals)
+
+
+def literal_database_dump(literals: Iterable[Literal]) -> bytes | None:
+    """The compiled literal pass as bytes, headed by the digest of the literals it was compiled from; None
+    without Hyperscan."""
+    compiled = _literal_database(frozenset(literals))
+    return None if compiled is None else _literals_digest(literals) + hyperscan.dumpb(compiled[0])
+
+
+def literal_database_load(literals: Iterable[Literal], dumped: bytes) -> bool:
+    """Use a database `literal_database_dump` wrote, if it was compiled from these literals (neither the content
+    nor the readers' own literals changed since) by a Hyperscan that can run it here. Loading takes well under a
+    millisecond; compiling takes 30-50 ms, a sixth of the command line's start-up."""
+    literals = frozenset(literals)
+    digest = _literals_digest(literals)
+    if hyperscan is None or not literals or dumped[: len(digest)] != digest:
+        return False
+    try:
+        database = hyperscan.loadb(dumped[len(digest) :], hyperscan.HS_MODE_BLOCK)
+        database.scratch = hyperscan.Scratch(database)  # a loaded database comes without one
+    except Exception:  # another release's or another CPU's database: compiled afresh instead
+        return False
+    ordered = sorted(literals)
+    _LOADED.clear()
+    _LOADED[literals] = (database, ordered, max(len(text.encode("utf-8")) for text, _ in ordered) - 1)
+    return True
+
+
+def _literals_digest(literals: Iterable[Literal]) -> bytes:
+    listed = "\n".join(f"{int(ignorecase)}{text}" for text, ignorecase in sorted(literals))
+    return hashlib.sha256(listed.encode("utf-8")).digest()
+
+
+@functools.lru_cache(maxsize=8)
+def _literal_database_compile(literals: frozenset[Literal]):
     ordered = sorted(literals)
     try:
         database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)

@@ -107,3 +107,36 @@ def test_a_build_published_before_the_snapshot_existed_is_built_again(settings, 
     (current_build(settings.SEARCH_INDEX_DIR) / RULES_FILE).unlink()
     call_command("load_content", verbosity=0)
     assert (current_build(settings.SEARCH_INDEX_DIR) / RULES_FILE).is_file()
+
+
+def test_the_build_holds_the_compiled_literal_pass_and_a_start_uses_it_instead_of_compiling(monkeypatch):
+    from kb.content.rules_snapshot import LITERALS_FILE, rules_snapshot_read
+    from kb.diagnosis import scanning
+
+    assert (current_build(settings.SEARCH_INDEX_DIR) / LITERALS_FILE).is_file()
+    scanning._LOADED.clear()
+    monkeypatch.setattr(scanning, "_literal_database_compile", lambda literals: pytest.fail("compiled at start-up"))
+    rules = rules_snapshot_read(settings.SEARCH_INDEX_DIR).rules
+    line = "[rank3]:[E ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught collective operation timeout\n"
+    found = scanning.literals_present(line, rules.literals)
+    assert ("Watchdog caught collective operation timeout", False) in found.first_end
+
+
+def test_a_literal_pass_compiled_from_other_literals_is_not_used():
+    from kb.diagnosis import scanning
+
+    dumped = scanning.literal_database_dump([("Watchdog caught", False), ("NCCL WARN", False)])
+    assert not scanning.literal_database_load([("Watchdog caught", False)], dumped)
+    assert scanning.literal_database_load([("NCCL WARN", False), ("Watchdog caught", False)], dumped)
+
+
+def test_a_build_published_without_the_literal_pass_gets_it_at_the_first_start():
+    """A build published by an older release: the first start compiles and leaves it; the next loads it."""
+    from kb.content.rules_snapshot import LITERALS_FILE, rules_snapshot_read
+    from kb.diagnosis import scanning
+
+    stored = current_build(settings.SEARCH_INDEX_DIR) / LITERALS_FILE
+    stored.unlink()
+    rules = rules_snapshot_read(settings.SEARCH_INDEX_DIR).rules
+    assert scanning.literal_database_load(rules.literals, stored.read_bytes())
+    assert [p.name for p in stored.parent.iterdir() if p.name.startswith(LITERALS_FILE)] == [LITERALS_FILE]

@@ -177,9 +177,9 @@ def test_results_are_the_same_without_the_hyperscan_prefilter(signatures, monkey
     logs = [read(name) for name in ("fsdp_rank2_behind_torch25.log", "barrier_rank0_silent_torch23.log")]
     with_prefilter = [log_diagnose([("log", data)], signatures) for data in logs]
     monkeypatch.setattr(scanning, "hyperscan", None)
-    scanning._literal_database.cache_clear()
+    scanning._literal_database_compile.cache_clear()
     without = [log_diagnose([("log", data)], signatures) for data in logs]
-    scanning._literal_database.cache_clear()
+    scanning._literal_database_compile.cache_clear()
     for a, b in zip(with_prefilter, without):
         assert [(m.slug, m.score, [e.line for e in m.evidence]) for m in a.matches] == [
             (m.slug, m.score, [e.line for e in m.evidence]) for m in b.matches
