@@ -12,6 +12,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Iterator
@@ -135,25 +136,26 @@ class Command(BaseCommand):
             failed = f", {errors} failed" if errors else ""
             self.stdout.write(f"  {label} {path}: {rate:.0f} requests/s{share}{failed}")
 
-    def _big_run(self, folder: Path, megabytes: int) -> None:
-        """The command line on a large console log, in its own process: wall time, peak memory, and grep."""
+    def _big_run(self, folder: Path, megabytes: int, runs: int = 3) -> None:
+        """The command line on a large console log, in its own process: wall time (the best of `runs`, in turns with
+        grep as best_of does), peak memory (the highest of the runs), and grep."""
         path = folder / "big.log"
         size = console_log_write(path, size_bytes=megabytes * 1024 * 1024)
         _hung_for_an_hour(path)
         mb = size / (1024 * 1024)
         command = [sys.executable, "manage.py", "diagnose", str(path), "--json"]
-        started = time.perf_counter()
-        child = subprocess.Popen(command, cwd=settings.BASE_DIR, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        seconds = grep_s = float("inf")
         peak_kb = 0
-        while child.poll() is None:  # the command's own high-water mark (getrusage would count the forked parent)
-            peak_kb = max(peak_kb, _high_water_kb(child.pid))
-            time.sleep(0.05)
-        seconds = time.perf_counter() - started
-        ((grep_s, _),) = best_of(1, lambda: grep_count(path))
-        outcome = "ok" if child.returncode == 0 else f"exit {child.returncode}"
+        outcome = "ok"
+        for _ in range(runs):
+            took, peak, code = _command_run(command)
+            seconds, peak_kb = min(seconds, took), max(peak_kb, peak)
+            outcome = outcome if code == 0 else f"exit {code}"
+            ((grep_took, _),) = best_of(1, lambda: grep_count(path))
+            grep_s = min(grep_s, grep_took)
         self.stdout.write(
-            f"\ncommand line on a {mb:.0f} MB console log: {seconds:.1f} s = {mb / seconds:.0f} MB/s, "
-            f"peak memory {peak_kb / 1024:.0f} MB ({outcome}); grep -c {grep_s:.2f} s; "
+            f"\ncommand line on a {mb:.0f} MB console log: {seconds:.2f} s = {mb / seconds:.0f} MB/s (best of {runs}), "
+            f"peak memory {peak_kb / 1024:.0f} MB with its workers ({outcome}); grep -c {grep_s:.2f} s; "
             f"ratio {seconds / grep_s:.1f}x (includes start-up)"
         )
         path.unlink()
@@ -250,12 +252,44 @@ def _hung_for_an_hour(path: Path) -> None:
     os.utime(path, (then, then))
 
 
-def _high_water_kb(pid: int) -> int:
-    """VmHWM of a running process, in kB (0 once it has gone)."""
+def _command_run(command: list[str]) -> tuple[float, int, int]:
+    """Run a command as a user would: its wall time, the sum of its processes' high-water marks (kB), its exit code."""
+    started = time.perf_counter()
+    child = subprocess.Popen(command, cwd=settings.BASE_DIR, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    peaks: dict[int, int] = {}
+    watcher = threading.Thread(target=_high_water_watch, args=(child, peaks), daemon=True)
+    watcher.start()
+    code = child.wait()
+    seconds = time.perf_counter() - started
+    watcher.join()
+    return seconds, sum(peaks.values()), code
+
+
+def _high_water_watch(child: subprocess.Popen, peaks: dict[int, int]) -> None:
+    """The high-water mark (VmHWM) of the command and of each worker it forks, until it exits: their sum bounds
+    what the run held at once. Read from /proc, since getrusage would count the forked parent's own."""
+    while child.poll() is None:
+        pending = [child.pid]
+        while pending:
+            pid = pending.pop()
+            status = _proc_read(f"/proc/{pid}/status")
+            for line in status.splitlines():
+                if line.startswith("VmHWM:"):
+                    peaks[pid] = max(peaks.get(pid, 0), int(line.split()[1]))
+            for task in _proc_list(f"/proc/{pid}/task"):
+                pending += [int(c) for c in _proc_read(f"/proc/{pid}/task/{task}/children").split()]
+        time.sleep(0.01)
+
+
+def _proc_read(path: str) -> str:
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return 0
+        return Path(path).read_text()
+    except OSError:  # the process has gone
+        return ""
+
+
+def _proc_list(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
