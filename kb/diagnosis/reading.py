@@ -481,7 +481,11 @@ def per_case_merge(into: dict[str, dict[str, Any]], new: dict[str, dict[str, Any
 def _boundaries(data: bytes, text: str, core_start: int, core_end: int) -> tuple[int, int]:
     """Where the window's own part starts and ends in the cleaned text. Both boundaries follow a line break,
     and cleaning never crosses one, so the short look-behind and look-ahead are cleaned apart to measure them
-    (a few kilobytes, not the window)."""
+    (a few kilobytes, not the window). A text as long as its bytes kept every offset: each character is
+    decoded from one byte or more, and cleaning only drops bytes or swaps one for one, so each byte stayed one
+    character in its place."""
+    if len(text) == len(data):
+        return core_start, core_end
     start = len(log_clean(data[:core_start])[0]) if core_start else 0
     limit = len(text) - len(log_clean(data[core_end:])[0]) if core_end < len(data) else len(text)
     return start, limit

@@ -317,11 +317,35 @@ def presence_started(encoded: bytes | bytearray | memoryview, literals: Iterable
     return done
 
 
-def bytes_contain(data: bytes, literal: str) -> bool:
-    """`literal in data`, by the Hyperscan pass when installed: CPython's search for a two-byte needle such as
-    CRLF crawls through a log full of progress-bar carriage returns (40 ms on 50 MB, against 10)."""
-    found = literals_present("", [(literal, False)], encoded=data) if hyperscan is not None else None
-    return literal.encode() in data if found is None else bool(found.first_end)
+def bytes_among(data: bytes | bytearray | memoryview, needles: tuple[str, ...]) -> set[str]:
+    """Which of `needles` occur in `data`, in one pass without the GIL when Hyperscan is installed. CPython searches
+    one needle a pass, and a two-byte needle such as CRLF crawls through a log full of progress-bar carriage returns
+    (40 ms on 50 MB, against 10 for the pass)."""
+    database = _needles_database(needles) if hyperscan is not None else None
+    if database is None:
+        return {needle for needle in needles if needle.encode() in data}
+    found: set[str] = set()
+    database.scan(
+        data,
+        match_event_handler=lambda index, *_: found.add(needles[index]),
+        scratch=hyperscan.Scratch(database),  # a microsecond; callers in several threads each get their own
+    )
+    return found
+
+
+@functools.lru_cache(maxsize=8)
+def _needles_database(needles: tuple[str, ...]):
+    try:
+        database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        database.compile(
+            expressions=["".join(f"\\x{byte:02x}" for byte in needle.encode()).encode() for needle in needles],
+            ids=list(range(len(needles))),
+            elements=len(needles),
+            flags=[hyperscan.HS_FLAG_SINGLEMATCH] * len(needles),
+        )
+    except Exception:  # an engine that cannot compile is an optimisation lost, not an error
+        return None
+    return database
 
 
 class TextScanner:

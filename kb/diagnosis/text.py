@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from kb.diagnosis import scanning
-from kb.diagnosis.scanning import bytes_contain
+from kb.diagnosis.scanning import bytes_among
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 _ANSI_BYTES_RE = re.compile(_ANSI_RE.pattern.encode())
@@ -42,18 +42,24 @@ def log_clean(data: bytes | bytearray | mmap.mmap | str) -> tuple[str, bytes | m
     return cleaned_decode(bytes_clean(data))
 
 
+_CLEANED = ("\x1b", "\r", "\r\n", "\x00")  # what bytes_clean deals with, looked for in one pass
+
+
 def bytes_clean(data: bytes | bytearray | mmap.mmap) -> bytes | bytearray | mmap.mmap:
     """The bytes with colour codes, NULs and carriage returns dealt with (see log_clean); `data` itself when
     nothing needed cleaning."""
+    found = bytes_among(data, _CLEANED)
     cleaned = data
-    if cleaned.find(b"\x1b") != -1:
+    crlf = "\r\n" in found
+    if "\x1b" in found:
         cleaned = _ANSI_BYTES_RE.sub(b"", cleaned)
-    if cleaned.find(b"\r") != -1:
+        crlf = "\r" in found and "\r\n" in bytes_among(cleaned, ("\r\n",))  # "\r\x1b[0m\n" is one now
+    if "\r" in found:
         cleaned = bytes(cleaned)
-        if bytes_contain(cleaned, "\r\n"):
+        if crlf:
             cleaned = cleaned.replace(b"\r\n", b"\n")
         cleaned = cleaned.replace(b"\r", b" ")
-    if cleaned.find(b"\x00") != -1:
+    if "\x00" in found:
         cleaned = bytes(cleaned).replace(b"\x00", b"")
     return cleaned
 
