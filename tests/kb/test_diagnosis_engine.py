@@ -300,3 +300,21 @@ def test_raw_bytes_stand_for_the_text_only_when_decoding_changed_nothing(data, u
     from kb.diagnosis.text import log_text
 
     assert log_text(data)[1] is unchanged
+
+
+@pytest.mark.parametrize(
+    "data, text",
+    [
+        (b"epoch 1\r\nepoch 2\r\n", "epoch 1\nepoch 2\n"),  # a log written on Windows
+        (b" 10%|#  | 1/10\r 20%|## | 2/10\n", " 10%|#  | 1/10  20%|## | 2/10\n"),  # a redrawn progress bar stays one line
+        (b"\x1b[32m 90%\r\x1b[0m\ndone\n", " 90%\ndone\n"),  # CRLF once the colour codes are gone
+        (b"step\x00 3\r\x00\n", "step 3 \n"),  # NULs go after carriage returns: a CR and LF apart stay apart
+    ],
+)
+@pytest.mark.parametrize("engine", ["hyperscan", "str.find"])
+def test_carriage_returns_colour_codes_and_nuls_are_cleaned_as_a_terminal_shows_them(data, text, engine, monkeypatch):
+    from kb.diagnosis.text import log_text
+
+    if engine == "str.find":
+        monkeypatch.setattr(scanning, "hyperscan", None)
+    assert log_text(data)[0] == text
