@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
@@ -143,21 +144,28 @@ def _paths_read(
         parts = file_parts(path, round(workers * size / total))
         tasks += [(index, part) for part in parts] or [(index, path)]
     if len(tasks) < 2:
-        return [source_read(path, rules, label=label, deadline=deadline) for path, label in zip(paths, labels)]
+        return _paths_read_here(rules, paths, labels, deadline)
     # What every worker needs, made once here and inherited through the fork instead of made in each.
     scanning_prepare(rules.literals, count_lines=any(isinstance(task, FilePart) for _, task in tasks))
     pool_size = min(workers, len(tasks))
-    with ProcessPoolExecutor(
-        max_workers=pool_size, mp_context=get_context("fork"), initializer=_worker_init, initargs=(rules,)
-    ) as pool:
-        chunk = max(1, len(tasks) // (4 * pool_size))  # a few round trips per worker, not one per file
-        done = pool.map(
-            _worker_read, [task for _, task in tasks], [labels[i] for i, _ in tasks], [deadline] * len(tasks), chunksize=chunk
-        )
-        by_file: list[list[FileReading]] = [[] for _ in paths]
-        for (index, _), reading in zip(tasks, done):
-            by_file[index].append(reading)
+    by_file: list[list[FileReading]] = [[] for _ in paths]
+    try:
+        with ProcessPoolExecutor(
+            max_workers=pool_size, mp_context=get_context("fork"), initializer=_worker_init, initargs=(rules,)
+        ) as pool:
+            chunk = max(1, len(tasks) // (4 * pool_size))  # a few round trips per worker, not one per file
+            done = pool.map(
+                _worker_read, [task for _, task in tasks], [labels[i] for i, _ in tasks], [deadline] * len(tasks), chunksize=chunk
+            )
+            for (index, _), reading in zip(tasks, done):
+                by_file[index].append(reading)
+    except BrokenProcessPool:  # a worker was killed (out of memory, a signal): the files are read here instead
+        return _paths_read_here(rules, paths, labels, deadline)
     return [readings_join(parts) for parts in by_file]
+
+
+def _paths_read_here(rules: Rules, paths: list[Path], labels: list[str | None], deadline: float | None) -> list[FileReading]:
+    return [source_read(path, rules, label=label, deadline=deadline) for path, label in zip(paths, labels)]
 
 
 _worker_rules: Rules | None = None

@@ -225,3 +225,21 @@ def test_one_large_log_is_read_on_every_core_and_gives_what_one_process_gives(ru
     assert cut == [3]
     assert summary(parallel) == summary(serial)
     assert summary(serial)["matches"] and summary(serial)["lines"] > 5000  # the timeout is in the last run
+
+
+def _worker_killed(*args):
+    os._exit(9)  # as the kernel's OOM killer ends a process: no exception, no result
+
+
+def test_a_worker_killed_mid_read_leaves_the_files_to_be_read_in_the_command_itself(rules, tmp_path, monkeypatch):
+    from kb.diagnosis import engine
+    from kb.diagnosis.engine import log_diagnose
+
+    paths = []
+    for entry in ENTRIES[:3]:
+        target = tmp_path / entry.path.name
+        target.write_bytes(entry.path.read_bytes())
+        paths.append((target.name, target))
+    serial = log_diagnose(paths, rules, workers=1)
+    monkeypatch.setattr(engine, "_worker_read", _worker_killed)
+    assert summary(log_diagnose(paths, rules, workers=2)) == summary(serial)
