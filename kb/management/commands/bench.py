@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
@@ -36,6 +36,9 @@ from kb.diagnose import diagnosis_run, rules_current
 from kb.search.index import search, search_cache_clear
 
 
+SHAPES = (("multi-rank Megatron log", bench_log_write), ("torchrun console log", console_log_write))
+
+
 class Command(BaseCommand):
     help = "Benchmark log diagnosis against grep and measure text-search latency."
 
@@ -52,7 +55,7 @@ class Command(BaseCommand):
         cores = os.cpu_count() or 1
         self.stdout.write(f"machine: {cores} cores")
         with tempfile.TemporaryDirectory() as tmp:
-            for shape, writer in (("multi-rank Megatron log", bench_log_write), ("torchrun console log", console_log_write)):
+            for shape, writer in SHAPES:
                 path = Path(tmp) / f"{shape.split()[0]}.log"
                 size = writer(path, size_bytes=megabytes * 1024 * 1024)
                 _hung_for_an_hour(path)
@@ -84,7 +87,8 @@ class Command(BaseCommand):
                 f"{many * 1000:.0f} ms: {one / many:.2f}x the single-core throughput"
             )
             if big_megabytes:
-                self._big_run(Path(tmp), big_megabytes)
+                for shape, writer in SHAPES:
+                    self._big_run(Path(tmp), big_megabytes, shape, writer)
             self._start_up(Path(tmp))
         search(TYPICAL_ERRORS[0], index_dir=settings.SEARCH_INDEX_DIR)  # open the index once, as a warm worker has
         for cached in (False, True):
@@ -136,11 +140,11 @@ class Command(BaseCommand):
             failed = f", {errors} failed" if errors else ""
             self.stdout.write(f"  {label} {path}: {rate:.0f} requests/s{share}{failed}")
 
-    def _big_run(self, folder: Path, megabytes: int, runs: int = 3) -> None:
-        """The command line on a large console log, in its own process: wall time (the best of `runs`, in turns with
-        grep as best_of does), peak memory (the highest of the runs), and grep."""
+    def _big_run(self, folder: Path, megabytes: int, shape: str, writer: Callable[..., int], runs: int = 3) -> None:
+        """The command line on a large log, in its own process: wall time (the best of `runs`, in turns with grep as
+        best_of does), peak memory (the highest of the runs), and grep."""
         path = folder / "big.log"
-        size = console_log_write(path, size_bytes=megabytes * 1024 * 1024)
+        size = writer(path, size_bytes=megabytes * 1024 * 1024)
         _hung_for_an_hour(path)
         mb = size / (1024 * 1024)
         command = [sys.executable, "manage.py", "diagnose", str(path), "--json"]
@@ -154,7 +158,7 @@ class Command(BaseCommand):
             ((grep_took, _),) = best_of(1, lambda: grep_count(path))
             grep_s = min(grep_s, grep_took)
         self.stdout.write(
-            f"\ncommand line on a {mb:.0f} MB console log: {seconds:.2f} s = {mb / seconds:.0f} MB/s (best of {runs}), "
+            f"\ncommand line on a {mb:.0f} MB {shape}: {seconds:.2f} s = {mb / seconds:.0f} MB/s (best of {runs}), "
             f"peak memory {peak_kb / 1024:.0f} MB with its workers ({outcome}); grep -c {grep_s:.2f} s; "
             f"ratio {seconds / grep_s:.1f}x (includes start-up)"
         )
