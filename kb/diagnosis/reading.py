@@ -144,8 +144,10 @@ def file_parts(
 ) -> list[FilePart]:
     """A mapped file's windows, cut into up to `parts` runs of about equal size; [] when the file is small enough
     to read in one piece, or is read rather than mapped (see source_read)."""
+    if parts < 2:
+        return []
     status = path.stat()
-    if parts < 2 or not _mappable(status) or status.st_size <= min(WHOLE_READ_LIMIT, window_bytes * 2):
+    if not _mappable(status) or status.st_size <= min(WHOLE_READ_LIMIT, window_bytes * 2):
         return []
     with _mapped(path) as mapped:
         spans = window_spans(mapped, window_bytes, lookahead_bytes)
