@@ -140,3 +140,16 @@ def test_a_build_published_without_the_literal_pass_gets_it_at_the_first_start()
     rules = rules_snapshot_read(settings.SEARCH_INDEX_DIR).rules
     assert scanning.literal_database_load(rules.literals, stored.read_bytes())
     assert [p.name for p in stored.parent.iterdir() if p.name.startswith(LITERALS_FILE)] == [LITERALS_FILE]
+
+
+@pytest.mark.parametrize(
+    "cores, available_gib, workers",
+    [(16, 128, 16), (16, 4, 6), (16, 0.5, 1), (2, 24, 2)],
+)
+def test_a_large_log_gets_a_worker_a_core_within_a_quarter_of_the_memory_left(cores, available_gib, workers, monkeypatch):
+    """16 cores reading a 600 MB log held about 2 GB in all; a shared login node with little memory left gets fewer."""
+    from kb import cli
+
+    monkeypatch.setattr(cli.os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(cli, "memory_available_bytes", lambda: int(available_gib * 1024**3))
+    assert cli.workers_allowed() == workers

@@ -1,12 +1,10 @@
 """`python manage.py diagnose PATH... [--json] [--top N]` under Django, with the rules from the database.
 manage.py answers without Django when the content's rules snapshot is published (kb/cli.py says how)."""
 
-import os
-
 from django.core.management.base import BaseCommand, CommandError
 
 from kb.checks import content_drift_check
-from kb.cli import HELP, CliError, answer_text, arguments_add, sources_read, top_check
+from kb.cli import HELP, CliError, answer_text, arguments_add, sources_read, top_check, workers_allowed
 from kb.diagnose import diagnosis_json, diagnosis_run
 
 
@@ -27,5 +25,5 @@ class Command(BaseCommand):
             sources, ranks, notes = sources_read(paths, max_bytes)
         except CliError as err:
             raise CommandError(str(err)) from None
-        diagnosis = diagnosis_run(sources, top=top, workers=os.cpu_count() or 1, ranks=ranks)
+        diagnosis = diagnosis_run(sources, top=top, workers=workers_allowed(), ranks=ranks)
         self.stdout.write(answer_text(diagnosis_json(diagnosis, notes=notes), json))
