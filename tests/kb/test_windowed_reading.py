@@ -94,14 +94,20 @@ def test_a_line_longer_than_a_window_is_read_without_losing_lines(rules):
     assert windowed["lines"] == whole["lines"] == 3
 
 
+def _job_files(folder: Path, count: int) -> list[tuple[str, Path]]:
+    """The first `count` fixtures as the files of one job, named as the engine is given them."""
+    paths = []
+    for entry in ENTRIES[:count]:
+        target = folder / entry.path.name
+        target.write_bytes(entry.path.read_bytes())
+        paths.append((target.name, target))
+    return paths
+
+
 def test_rank_files_read_in_parallel_give_what_one_process_gives(rules, tmp_path):
     from kb.diagnosis.engine import log_diagnose
 
-    paths = []
-    for entry in ENTRIES[:6]:
-        target = tmp_path / entry.path.name
-        target.write_bytes(entry.path.read_bytes())
-        paths.append((target.name, target))
+    paths = _job_files(tmp_path, 6)
     serial = log_diagnose(paths, rules, workers=1)
     parallel = log_diagnose(paths, rules, workers=2)
     assert summary(parallel) == summary(serial)
@@ -235,11 +241,7 @@ def test_a_worker_killed_mid_read_leaves_the_files_to_be_read_in_the_command_its
     from kb.diagnosis import engine
     from kb.diagnosis.engine import log_diagnose
 
-    paths = []
-    for entry in ENTRIES[:3]:
-        target = tmp_path / entry.path.name
-        target.write_bytes(entry.path.read_bytes())
-        paths.append((target.name, target))
+    paths = _job_files(tmp_path, 3)
     serial = log_diagnose(paths, rules, workers=1)
     monkeypatch.setattr(engine, "_worker_read", _worker_killed)
     assert summary(log_diagnose(paths, rules, workers=2)) == summary(serial)
