@@ -89,7 +89,11 @@ def workers_allowed() -> int:
     """A worker process a core, but no more than a quarter of the memory left can hold: a login node is shared, and a
     large log is read by every worker at once (16 cores: about 2 GB in all for a 600 MB log, against 0.35 GB on 2)."""
     cores = os.cpu_count() or 1
-    return max(1, min(cores, memory_available_bytes() // 4 // WORKER_BYTES))
+    try:
+        available = memory_available_bytes()
+    except (OSError, ValueError):  # no /proc/meminfo (macOS): a worker a core
+        return cores
+    return max(1, min(cores, available // 4 // WORKER_BYTES))
 
 
 def top_check(top: int) -> None:

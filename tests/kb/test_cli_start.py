@@ -153,3 +153,14 @@ def test_a_large_log_gets_a_worker_a_core_within_a_quarter_of_the_memory_left(co
     monkeypatch.setattr(cli.os, "cpu_count", lambda: cores)
     monkeypatch.setattr(cli, "memory_available_bytes", lambda: int(available_gib * 1024**3))
     assert cli.workers_allowed() == workers
+
+
+def test_where_the_memory_left_cannot_be_read_a_large_log_gets_a_worker_a_core(monkeypatch):
+    from kb import cli
+
+    def unreadable() -> int:
+        raise FileNotFoundError("/proc/meminfo")  # macOS has no /proc
+
+    monkeypatch.setattr(cli.os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(cli, "memory_available_bytes", unreadable)
+    assert cli.workers_allowed() == 8
