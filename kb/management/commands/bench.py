@@ -30,7 +30,7 @@ from kb.benchmark import (
     latency_summary,
     wrk_summary,
 )
-from config.hugepages import environ_with_huge_pages
+from config.hugepages import environ_as_the_user_started, environ_with_huge_pages
 from config.serve import memory_available_bytes, worker_budget_bytes, workers_plan
 from kb.diagnose import diagnosis_run, rules_current
 from kb.search.index import search, search_cache_clear
@@ -177,7 +177,11 @@ class Command(BaseCommand):
         for _ in range(runs):
             started = time.perf_counter()
             subprocess.run(
-                [sys.executable, "manage.py", "diagnose", str(path)], cwd=settings.BASE_DIR, capture_output=True, check=True
+                [sys.executable, "manage.py", "diagnose", str(path)],
+                cwd=settings.BASE_DIR,
+                env=environ_as_the_user_started(os.environ),
+                capture_output=True,
+                check=True,
             )
             samples.append(time.perf_counter() - started)
         self.stdout.write(
@@ -259,7 +263,13 @@ def _hung_for_an_hour(path: Path) -> None:
 def _command_run(command: list[str]) -> tuple[float, int, int]:
     """Run a command as a user would: its wall time, the sum of its processes' high-water marks (kB), its exit code."""
     started = time.perf_counter()
-    child = subprocess.Popen(command, cwd=settings.BASE_DIR, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child = subprocess.Popen(
+        command,
+        cwd=settings.BASE_DIR,
+        env=environ_as_the_user_started(os.environ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     peaks: dict[int, int] = {}
     watcher = threading.Thread(target=_high_water_watch, args=(child, peaks), daemon=True)
     watcher.start()
