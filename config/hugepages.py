@@ -51,7 +51,7 @@ def environ_as_the_user_started(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 def restart_with_huge_pages() -> None:
-    """Start this process again with the tunable (once: the restarted process finds it set). About 20 ms."""
+    """Start this process again with the tunable (once: the restarted process finds it set). About 30 ms."""
     env = environ_with_huge_pages(os.environ)
     if env.get("GLIBC_TUNABLES") == os.environ.get("GLIBC_TUNABLES"):
         return

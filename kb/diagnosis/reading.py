@@ -104,7 +104,7 @@ def source_read(
     reading = FileReading(label=label)
     if isinstance(data, Path):
         status = data.stat()
-        whole = status.st_size <= min(WHOLE_READ_LIMIT, window_bytes * 2)
+        whole = _read_whole(status.st_size, window_bytes)
         if _mappable(status):
             with _mapped(data, populate=whole) as mapped:  # the page cache itself: no copy before the decode
                 return _bytes_read(mapped, rules, reading, deadline, window_bytes, lookahead_bytes)
@@ -123,6 +123,11 @@ def source_read(
         if not isinstance(data, (bytes, bytearray)) and not hasattr(data, "read"):
             stream.close()
     return reading
+
+
+def _read_whole(size: int, window_bytes: int) -> bool:
+    """A file this size is read in one piece: up to the whole-read limit, and no more than two windows."""
+    return size <= min(WHOLE_READ_LIMIT, window_bytes * 2)
 
 
 def _mappable(status: os.stat_result) -> bool:
@@ -147,7 +152,7 @@ def file_parts(
     if parts < 2:
         return []
     status = path.stat()
-    if not _mappable(status) or status.st_size <= min(WHOLE_READ_LIMIT, window_bytes * 2):
+    if not _mappable(status) or _read_whole(status.st_size, window_bytes):
         return []
     with _mapped(path) as mapped:
         spans = window_spans(mapped, window_bytes, lookahead_bytes)
@@ -207,7 +212,7 @@ def _bytes_read(
 ) -> FileReading:
     """A program-written log already in memory or mapped: in one piece up to the whole-read limit, else in
     windows sliced out of it. Too big to be a paste, so never repaired."""
-    if len(data) <= min(WHOLE_READ_LIMIT, window_bytes * 2):
+    if _read_whole(len(data), window_bytes):
         _window_read(
             data, rules, reading, reading.label, base_line=0, core_start=0, core_end=None, deadline=deadline, repair=False
         )

@@ -158,9 +158,8 @@ def literal_database_load(literals: Iterable[Literal], dumped: bytes) -> bool:
         database.scratch = hyperscan.Scratch(database)  # a loaded database comes without one
     except Exception:  # another release's or another CPU's database: compiled afresh instead
         return False
-    ordered = sorted(literals)
     _LOADED.clear()
-    _LOADED[literals] = (database, ordered, max(len(text.encode("utf-8")) for text, _ in ordered) - 1)
+    _LOADED[literals] = _compiled(database, sorted(literals))
     return True
 
 
@@ -184,6 +183,11 @@ def _literal_database_compile(literals: frozenset[Literal]):
         )
     except Exception:  # an engine that cannot compile is an optimisation lost, not an error
         return None
+    return _compiled(database, ordered)
+
+
+def _compiled(database, ordered: list[Literal]) -> tuple:
+    """A database with its literals in id order and the look-behind a chunk needs (the longest literal less a byte)."""
     return database, ordered, max(len(text.encode("utf-8")) for text, _ in ordered) - 1
 
 
