@@ -6,6 +6,7 @@ training progress, NCCL INFO set-up lines, warnings, and at the end the watchdog
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import statistics
@@ -166,6 +167,30 @@ def grep_count(path: Path) -> int:
     """`grep -c` of the watchdog phrase: the baseline every diagnosis time is compared with."""
     done = subprocess.run(["grep", "-c", WATCHDOG_PHRASE, str(path)], capture_output=True, text=True, check=False)
     return int(done.stdout.strip() or 0)
+
+
+def process_status_kb(pid: int) -> dict[str, int]:
+    """A process's memory figures from /proc (VmRSS, VmHWM, ...), in kB; {} once it has gone."""
+    try:
+        lines = (Path("/proc") / str(pid) / "status").read_text().splitlines()
+    except OSError:
+        return {}
+    return {line.split(":")[0]: int(line.split()[1]) for line in lines if line.startswith("Vm") and line.endswith(" kB")}
+
+
+def process_children(pid: int) -> list[int]:
+    """The processes `pid` has started (from every thread of it); [] once it has gone."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    children: list[int] = []
+    for task in tasks:
+        try:
+            children += [int(child) for child in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+        except OSError:
+            continue
+    return children
 
 
 def percentile(values: list[float], share: float) -> float:

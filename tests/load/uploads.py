@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
 
 from adversaries import crafted_log  # noqa: E402
 from config.serve import worker_budget_bytes  # noqa: E402
-from kb.benchmark import bench_log_write  # noqa: E402
+from kb.benchmark import bench_log_write, process_status_kb  # noqa: E402
 
 WORKER_TIMEOUT_S = 120  # config/serve.py's default --timeout, which `make serve` keeps
 BOUNDARY = "loadtest-upload-boundary"
@@ -65,19 +65,11 @@ class Memory:
             master, workers = self.gunicorn()
             total = 0
             for pid in ([master] if master else []) + workers:
-                status = _status_kb(pid)
+                status = process_status_kb(pid)
                 total += status.get("VmRSS", 0) * 1024
                 if pid != master:
                     self.worker_peaks[pid] = max(self.worker_peaks.get(pid, 0), status.get("VmHWM", 0) * 1024)
             self.peak_total_bytes = max(self.peak_total_bytes, total)
-
-
-def _status_kb(pid: int) -> dict[str, int]:
-    try:
-        lines = (Path("/proc") / str(pid) / "status").read_text().splitlines()
-    except OSError:
-        return {}
-    return {line.split(":")[0]: int(line.split()[1]) for line in lines if line.startswith(("VmRSS:", "VmHWM:"))}
 
 
 def upload(port: int, body: bytes, results: list, lock: threading.Lock) -> None:

@@ -28,6 +28,8 @@ from kb.benchmark import (
     files_split,
     grep_count,
     latency_summary,
+    process_children,
+    process_status_kb,
     wrk_summary,
 )
 from config.hugepages import environ_as_the_user_started, environ_with_huge_pages
@@ -286,24 +288,6 @@ def _high_water_watch(child: subprocess.Popen, peaks: dict[int, int]) -> None:
         pending = [child.pid]
         while pending:
             pid = pending.pop()
-            status = _proc_read(f"/proc/{pid}/status")
-            for line in status.splitlines():
-                if line.startswith("VmHWM:"):
-                    peaks[pid] = max(peaks.get(pid, 0), int(line.split()[1]))
-            for task in _proc_list(f"/proc/{pid}/task"):
-                pending += [int(c) for c in _proc_read(f"/proc/{pid}/task/{task}/children").split()]
+            peaks[pid] = max(peaks.get(pid, 0), process_status_kb(pid).get("VmHWM", 0))
+            pending += process_children(pid)
         time.sleep(0.01)
-
-
-def _proc_read(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError:  # the process has gone
-        return ""
-
-
-def _proc_list(path: str) -> list[str]:
-    try:
-        return os.listdir(path)
-    except OSError:
-        return []
