@@ -163,8 +163,8 @@ STAGES = _table(
             "saving checkpoint",
             r"[Ss]aving (?:model |latest |last )?checkpoint|saving checkpoint at iteration"
             r"|Saving (?:model|Optimizer state|current state) to \S{0,300}(?:pytorch_model|optimizer|checkpoint)"
-            # accelerate's save_state with DeepSpeed; DeepSpeed's torch checkpoint engine at commit
-            # accelerate's save_state logs which engine it saves through (0.21.0 to 1.15.0 read)
+            # accelerate's save_state names the engine it saves through, DeepSpeed or FSDP (0.21.0 to 1.15.0 read);
+            # DeepSpeed's torch checkpoint engine at commit
             r"|Saving DeepSpeed Model and Optimizer|Saving FSDP (?:model|Optimizer)|\[Torch\] Checkpoint \S{1,200} is ready now!"
             # PyTorch 2.4-2.10 warn once when FSDP.state_dict_type is first used: a state-dict save is starting
             # (a resumed run's load warns too, but its training lines then follow and become the last stage)
