@@ -32,7 +32,7 @@ from kb.diagnosis.reading import (
     source_read,
 )
 from kb.diagnosis.rules import Rules
-from kb.diagnosis.scanning import scanning_prepare
+from kb.diagnosis.scanning import counting_in_worker, scanning_prepare
 from kb.diagnosis.stacks import Stack, stack_collectives
 from kb.diagnosis.timeouts import TimeoutSeen, timeouts_merge, timeouts_summary
 from kb.diagnosis.rank_groups import rank_groups_build
@@ -146,7 +146,7 @@ def _paths_read(
     if len(tasks) < 2:
         return _paths_read_here(rules, paths, labels, deadline)
     # What every worker needs, made once here and inherited through the fork instead of made in each.
-    scanning_prepare(rules.literals, count_lines=any(isinstance(task, FilePart) for _, task in tasks))
+    scanning_prepare(rules.literals)
     pool_size = min(workers, len(tasks))
     by_file: list[list[FileReading]] = [[] for _ in paths]
     try:
@@ -174,6 +174,7 @@ _worker_rules: Rules | None = None
 def _worker_init(rules: Rules) -> None:
     global _worker_rules
     _worker_rules = rules
+    counting_in_worker()
 
 
 def _worker_read(task: Path | FilePart, label: str | None, deadline: float | None) -> FileReading:

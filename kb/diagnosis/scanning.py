@@ -194,15 +194,14 @@ def _compiled(database, ordered: list[Literal]) -> tuple:
 CHUNK_BYTES = 1024 * 1024  # granularity of the presence map: a literal's lines are searched only in chunks holding it
 MIN_CHUNKS_A_THREAD = 8  # below 8 chunks a second scanning thread costs more than it saves
 # Below this the pass is too short to be worth running beside the decode. From it on, the pass also counts each chunk's
-# line breaks, with numpy, which lets go of the GIL while it counts: the caller decodes meanwhile instead of counting
-# after (15 ms of a 50 MB log on this project's 2-core machine); below it numpy's import (0.1 s) would cost more.
+# line breaks, so the caller need not count them after its decode (LineLocator).
 BACKGROUND_SCAN_BYTES = 8 * 1024 * 1024
 
 
 @dataclass
 class Presence:
-    """Which literals occur, and in which chunks of CHUNK_BYTES bytes (by where an occurrence ends); with
-    numpy, also how many line breaks each chunk holds (see LineLocator)."""
+    """Which literals occur, and in which chunks of CHUNK_BYTES bytes (by where an occurrence ends); for a large
+    input, also how many line breaks each chunk holds (see LineLocator)."""
 
     first_end: dict[Literal, int]
     chunks: dict[Literal, list[int]]
@@ -224,31 +223,31 @@ def literals_present(
         return None
     database, ordered, overlap = compiled
     data = memoryview(encoded if encoded is not None else text.encode("utf-8", errors="replace"))
-    counter = _newline_counter() if len(data) >= BACKGROUND_SCAN_BYTES else None
+    count_lines = len(data) >= BACKGROUND_SCAN_BYTES
     count = (len(data) + CHUNK_BYTES - 1) // CHUNK_BYTES or 1
     parts = max(1, min(os.cpu_count() or 1, count // MIN_CHUNKS_A_THREAD))
     bounds = [count * part // parts for part in range(parts + 1)]
     runs = [(bounds[part], bounds[part + 1]) for part in range(parts)]
     if parts == 1:
-        found = [_chunks_scan(database, ordered, overlap, data, runs[0], None, counter)]
+        found = [_chunks_scan(database, ordered, overlap, data, runs[0], None, count_lines)]
     else:
         scratches = [hyperscan.Scratch(database) for _ in runs]
         with ThreadPoolExecutor(max_workers=parts) as pool:
             found = list(
                 pool.map(
-                    lambda run, scratch: _chunks_scan(database, ordered, overlap, data, run, scratch, counter), runs, scratches
+                    lambda run, scratch: _chunks_scan(database, ordered, overlap, data, run, scratch, count_lines),
+                    runs,
+                    scratches,
                 )
             )
     first_end: dict[Literal, int] = {}
     chunks: dict[Literal, list[int]] = {}
-    newlines: list[int] | None = [] if counter is not None else None
-    for part_first, part_chunks, part_newlines in found:  # in text order: a literal's first occurrence is in its first run
+    for part_first, part_chunks, _ in found:  # in text order: a literal's first occurrence is in its first run
         for literal, end in part_first.items():
             first_end.setdefault(literal, end)
         for literal, indexes in part_chunks.items():
             chunks.setdefault(literal, []).extend(indexes)
-        if newlines is not None:
-            newlines += part_newlines
+    newlines = [count for _, _, part_newlines in found for count in part_newlines] if count_lines else None
     return Presence(first_end, chunks, newlines)
 
 
@@ -259,16 +258,16 @@ def _chunks_scan(
     data: memoryview,
     run: tuple[int, int],
     scratch,
-    counter: Callable[[memoryview], int] | None,
+    count_lines: bool,
 ) -> tuple[dict[Literal, int], dict[Literal, list[int]], list[int]]:
     """The chunks first..last-1 of `data`: each literal's first end offset and the chunks it ends in, and (with
-    a counter) each chunk's line breaks."""
+    `count_lines`) each chunk's line breaks."""
     first_end: dict[Literal, int] = {}
     chunks: dict[Literal, list[int]] = {}
     newlines: list[int] = []
     for chunk in range(*run):
-        if counter is not None:
-            newlines.append(counter(data[chunk * CHUNK_BYTES : (chunk + 1) * CHUNK_BYTES]))
+        if count_lines:
+            newlines.append(_newline_counter()(data[chunk * CHUNK_BYTES : (chunk + 1) * CHUNK_BYTES]))
         begin = max(0, chunk * CHUNK_BYTES - overlap)
 
         def on_match(index: int, start: int, end: int, flags: int, context: object) -> None:
@@ -280,23 +279,43 @@ def _chunks_scan(
     return first_end, chunks, newlines
 
 
+_counting_in_worker = False
+
+
+def counting_in_worker() -> None:
+    """This process is a worker of a parallel read (see _newline_counter)."""
+    global _counting_in_worker
+    _counting_in_worker = True
+
+
+def _newline_counter() -> Callable[[memoryview], int]:
+    """How the pass counts a chunk's line breaks. A process reading on its own (the site, a log the command line
+    does not split) counts with numpy, which lets go of the GIL, so the caller decodes meanwhile (50 MB: 66 ms
+    against 74-88). The command line's workers fill every core anyway: there the cheapest count wins and numpy's
+    import (40-80 ms of start-up, before any worker reads) is never made."""
+    return (None if _counting_in_worker else _numpy_counter()) or newlines_count
+
+
 @functools.lru_cache(maxsize=1)
-def _newline_counter() -> Callable[[memoryview], int] | None:
-    """A function counting the line breaks in a buffer without holding the GIL; None without numpy."""
+def _numpy_counter() -> Callable[[memoryview], int] | None:
     try:
         import numpy
-    except ImportError:  # pragma: no cover - LineLocator then counts
+    except ImportError:  # pragma: no cover - newlines_count then counts
         return None
     newline = numpy.uint8(ord("\n"))
     return lambda view: int(numpy.count_nonzero(numpy.frombuffer(view, numpy.uint8) == newline))
 
 
-def scanning_prepare(literals: Iterable[Literal], *, count_lines: bool) -> None:
-    """Compile the literal pass, and with `count_lines` import the line counter, now: processes forked after this
-    inherit both instead of each making its own."""
+def newlines_count(view: memoryview) -> int:
+    """The line breaks in a buffer, holding the GIL. Taking them out finds each with memchr, where bytes.count looks
+    at every byte: 1.9 ms on 16 MB against 4.8."""
+    data = bytes(view)
+    return len(data) - len(data.replace(b"\n", b""))
+
+
+def scanning_prepare(literals: Iterable[Literal]) -> None:
+    """Compile (or load) the literal pass now: processes forked after this inherit it instead of each making its own."""
     _literal_database(frozenset(literals))
-    if count_lines:
-        _newline_counter()
 
 
 def presence_started(encoded: bytes | bytearray | memoryview, literals: Iterable[Literal]) -> Future[Presence | None]:

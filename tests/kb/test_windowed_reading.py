@@ -67,8 +67,9 @@ def test_the_literal_pass_run_beside_the_decode_gives_what_it_gives_after_it(ent
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=[e.id for e in ENTRIES])
 def test_line_numbers_from_the_line_breaks_the_literal_pass_counted_are_the_texts_own(entry, rules, monkeypatch):
-    """A large input's line breaks are counted chunk by chunk beside the Hyperscan pass (numpy, without the GIL) and
-    the line numbers come from those counts; on every fixture, in chunks of 256 bytes, they must be the text's own."""
+    """A large input's line breaks are counted chunk by chunk in the Hyperscan pass's thread (numpy in a process reading
+    on its own, bytes.replace in a command-line worker) and the line numbers come from those counts; on every fixture,
+    in chunks of 256 bytes, they must be the text's own."""
     from kb.diagnosis import reading, scanning
 
     data = entry.path.read_bytes()
@@ -78,11 +79,27 @@ def test_line_numbers_from_the_line_breaks_the_literal_pass_counted_are_the_text
     original = reading.LineLocator
     monkeypatch.setattr(reading, "LineLocator", lambda *a, **kw: given.append(kw["chunk_newlines"]) or original(*a, **kw))
     counted = source_read(data, rules, label=None, repair=False)
-    monkeypatch.setattr(scanning, "_newline_counter", lambda: None)  # as without numpy: the text counts its own
+    monkeypatch.setattr(scanning, "_counting_in_worker", True)
+    in_worker = source_read(data, rules, label=None, repair=False)
+    monkeypatch.setattr(scanning, "BACKGROUND_SCAN_BYTES", len(data) + 1)  # as for a small input: the text counts its own
     own = source_read(data, rules, label=None, repair=False)
     assert given[0] is not None or not data.isascii()  # the counts were used (byte offsets are characters)
-    assert given[1] is None
+    assert given[1] == given[0]
+    assert given[2] is None
     assert summary(job_diagnose([counted], rules, top=5)) == summary(job_diagnose([own], rules, top=5))
+    assert summary(job_diagnose([in_worker], rules, top=5)) == summary(job_diagnose([own], rules, top=5))
+
+
+def test_a_command_line_worker_counts_line_breaks_without_importing_numpy(monkeypatch):
+    """numpy's import is start-up the command line would pay before any worker reads; its workers fill every core, so
+    they count with bytes.replace (no GIL to share)."""
+    from kb.diagnosis import engine, scanning
+
+    monkeypatch.setattr(scanning, "_counting_in_worker", False)
+    monkeypatch.setattr(scanning, "_numpy_counter", lambda: pytest.fail("numpy's counter was asked for"))
+    engine._worker_init(engine._worker_rules)
+    assert scanning._newline_counter() is scanning.newlines_count
+    assert scanning.newlines_count(memoryview(b"a\nb\n\nc")) == 3
 
 
 def test_a_line_longer_than_a_window_is_read_without_losing_lines(rules):
