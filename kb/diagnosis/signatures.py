@@ -41,8 +41,19 @@ class Signature:
     def prefilter(self) -> tuple[tuple[str, ...], ...]:
         """The groups the one-pass prefilter checks: the scanned group, and the other groups whose literals
         are distinctive. Short common ones (' - ', 'NCCL') occur in nearly every log and would only slow the
-        pass; a group left out counts as present."""
-        return self.guards[:1] + tuple(g for g in self.guards[1:] if min(len(lit) for lit in g) >= PREFILTER_MIN)
+        pass; so would a group found wherever the scanned one is ('iteration ' beside 'validation loss at
+        iteration '): a group left out counts as present."""
+        scanned = self.guards[:1]
+        return scanned + tuple(
+            group
+            for group in self.guards[1:]
+            if min(len(lit) for lit in group) >= PREFILTER_MIN and not _contained(scanned[0], group)
+        )
+
+
+def _contained(scanned: tuple[str, ...], group: tuple[str, ...]) -> bool:
+    """Every literal of the scanned group holds one of `group`'s: wherever the scanned group occurs, so does `group`."""
+    return all(any(lit in outer for lit in group) for outer in scanned)
 
 
 def signatures_compile(cases: Iterable[dict]) -> list[Signature]:

@@ -318,3 +318,27 @@ def test_carriage_returns_colour_codes_and_nuls_are_cleaned_as_a_terminal_shows_
     if engine == "str.find":
         monkeypatch.setattr(scanning, "hyperscan", None)
     assert log_text(data)[0] == text
+
+
+def _signature(pattern: str):
+    from kb.diagnosis.signatures import signatures_compile
+
+    [sig] = signatures_compile(
+        [{"slug": "case", "signatures": [{"id": "s", "description": "d", "weight": 1, "pattern": pattern}]}]
+    )
+    return sig
+
+
+def test_the_prefilter_leaves_out_a_group_found_wherever_the_scanned_group_is():
+    """'NCCL WARN ' is in each literal of the scanned group ('NCCL WARN NET/IB : Got completion from peer ', ...):
+    checking it too costs the literal pass a literal on every NCCL warning and rules nothing out."""
+    sig = _signature(r"NCCL WARN NET/IB : Got completion from peer \S+ with error \d+|NCCL WARN socketStartConnect: Connect to ")
+    assert ("NCCL WARN ",) in sig.guards
+    assert sig.prefilter == sig.guards[:1]
+
+
+def test_the_prefilter_keeps_a_group_that_rules_lines_out():
+    """' | iteration ' is not inside 'consumed samples: ': a line with only one of them cannot match."""
+    sig = _signature(r"consumed samples: \d+ \| iteration \d+")
+    assert sig.prefilter == sig.guards
+    assert len(sig.prefilter) == 2
