@@ -26,7 +26,7 @@ from kb.diagnosis.events import Failure, first_failure
 from kb.diagnosis.facts import FRAMEWORKS, PARALLELISM, STAGES_DONE, RankState, facts_extract, rank_state_merge
 from kb.diagnosis.heap import freed_memory_kept
 from kb.diagnosis.rules import Rules
-from kb.diagnosis.scanning import TextScanner, presence_started
+from kb.diagnosis.scanning import Literal, Presence, TextScanner, literals_to_assume, presence_started
 from kb.diagnosis.signatures import MAX_COUNTED_LINES, signature_hits
 from kb.diagnosis.stacks import Stack, stacks_extract
 from kb.diagnosis.timeouts import TimeoutSeen, timeouts_extract, timeouts_merge
@@ -165,7 +165,7 @@ def file_part_read(part: FilePart, rules: Rules, *, label: str | None, deadline:
     freed_memory_kept()
     reading = FileReading(label=label)
     with _mapped(part.path) as mapped:
-        _windows_read(_windows_sliced(mapped, list(part.spans)), rules, reading, deadline, repair=False)
+        _windows_read(_windows_sliced(mapped, list(part.spans)), rules, reading, deadline, False, len(part.spans))
     return reading
 
 
@@ -218,23 +218,30 @@ def _bytes_read(
         )
         reading.bytes = len(data)
         return reading
-    _windows_read(
-        _windows_sliced(data, window_spans(data, window_bytes, lookahead_bytes)), rules, reading, deadline, repair=False
-    )
+    spans = window_spans(data, window_bytes, lookahead_bytes)
+    _windows_read(_windows_sliced(data, spans), rules, reading, deadline, False, len(spans))
     return reading
 
 
 def _windows_read(
-    windows: Iterator[tuple[bytes, int, int, int]], rules: Rules, reading: FileReading, deadline: float | None, repair: bool
+    windows: Iterator[tuple[bytes, int, int, int]],
+    rules: Rules,
+    reading: FileReading,
+    deadline: float | None,
+    repair: bool,
+    count: int | None = None,
 ) -> None:
+    """Read windows one after another; with their `count` known (a mapped file's), the literal pass may leave out of
+    the later ones what the first found in every chunk (scanning.literals_to_assume)."""
     base_line = 0
-    for window, core_start, core, size in windows:
+    assumed: frozenset[Literal] = frozenset()
+    for index, (window, core_start, core, size) in enumerate(windows):
         if reading.bytes == 0 and size <= REPAIR_LIMIT and core == len(window) and repair:
             _window_read(
                 window, rules, reading, reading.label, base_line=0, core_start=0, core_end=None, deadline=deadline, repair=True
             )
         else:
-            base_line = _window_read(
+            base_line, presence = _window_read(
                 window,
                 rules,
                 reading,
@@ -244,7 +251,10 @@ def _windows_read(
                 core_end=core,
                 deadline=deadline,
                 repair=False,
+                assumed=assumed,
             )
+            if index == 0 and count is not None:
+                assumed = literals_to_assume(presence, window, count - 1)
         reading.bytes += core - core_start
         if reading.partial:
             break
@@ -376,9 +386,11 @@ def _window_read(
     core_end: int | None,
     deadline: float | None,
     repair: bool,
-) -> int:
-    """Read one window into `reading`; returns the line number its own part ends at. Only what starts in the
-    window's own part counts; the look-behind and look-ahead are context."""
+    assumed: frozenset[Literal] = frozenset(),
+) -> tuple[int, Presence | None]:
+    """Read one window into `reading`; returns the line number its own part ends at, and what the literal pass
+    found. Only what starts in the window's own part counts; the look-behind and look-ahead are context.
+    `assumed`: literals the pass takes to be present without looking (see _windows_read)."""
     presence = None
     if isinstance(data, str) or repair:
         text, encoded = log_clean(data)
@@ -387,7 +399,7 @@ def _window_read(
         # lines counted. Invalid UTF-8 decodes to U+FFFD without touching the characters around it, so every
         # literal is in the bytes exactly when it is in the text; byte offsets are used only for ASCII text.
         cleaned = bytes_clean(data)
-        presence = presence_started(cleaned, rules.literals)
+        presence = presence_started(cleaned, rules.literals, assumed)
         text, encoded = cleaned_decode(cleaned)
     if core_end is not None:
         start, limit = _boundaries(data, text, core_start, core_end)
@@ -445,7 +457,7 @@ def _window_read(
         own_newlines = lines.newlines - behind_lines - text.count("\n", limit)
         window.lines = own_newlines + (1 if limit == len(text) and limit > start and not text.endswith("\n") else 0)
     reading_extend(reading, window)
-    return base_line + window.lines
+    return base_line + window.lines, scanner.presence
 
 
 def reading_extend(reading: FileReading, later: FileReading) -> None:

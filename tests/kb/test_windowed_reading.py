@@ -262,3 +262,58 @@ def test_a_worker_killed_mid_read_leaves_the_files_to_be_read_in_the_command_its
     serial = log_diagnose(paths, rules, workers=1)
     monkeypatch.setattr(engine, "_worker_read", _worker_killed)
     assert summary(log_diagnose(paths, rules, workers=2)) == summary(serial)
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e.id for e in ENTRIES])
+def test_literals_taken_as_present_in_a_runs_later_windows_change_nothing(entry, rules, tmp_path, monkeypatch):
+    """The pass may leave out of a run's later windows what its first window found in every chunk, taking it to be
+    present: that only sends searches where it may not be. On every fixture, in windows of 2 KB whose later ones take
+    every literal the first one found (far more than scanning.literals_to_assume ever gives), the reading is the whole
+    read's."""
+    from kb.diagnosis import reading
+
+    monkeypatch.setattr(reading, "REPAIR_LIMIT", 0)  # read from the mapping, as a large log is
+    path = tmp_path / "job.log"
+    path.write_bytes(entry.path.read_bytes())
+    _age(path)
+    whole = source_read(path, rules, label=None)
+    taken: list[frozenset] = []
+    original = reading.presence_started
+    monkeypatch.setattr(
+        reading, "presence_started", lambda data, literals, assumed: taken.append(assumed) or original(data, literals, assumed)
+    )
+    monkeypatch.setattr(
+        reading, "literals_to_assume", lambda presence, data, left: frozenset(presence.first_end) if presence else frozenset()
+    )
+    windowed = source_read(path, rules, label=None, window_bytes=2048, lookahead_bytes=32768)
+    assert summary(job_diagnose([windowed], rules, top=5)) == summary(job_diagnose([whole], rules, top=5))
+    assert len(taken) < 3 or any(taken[1:])  # a file of three windows or more took some literal as present
+
+
+def _presence_of(literals: dict[str, list[int]], chunk_count: int):
+    from kb.diagnosis.scanning import Presence
+
+    return Presence(
+        first_end={(text, False): 1 for text in literals},
+        chunks={(text, False): chunks for text, chunks in literals.items()},
+        chunk_count=chunk_count,
+    )
+
+
+def test_the_pass_leaves_out_literals_on_every_line_when_the_windows_left_repay_the_compile():
+    """A Megatron log: a rank prefix and the progress line's words in every chunk, on every line."""
+    from kb.diagnosis.scanning import literals_to_assume
+
+    window = b"[rank3]: iteration 10/ 100 | consumed samples: 640 | loss 1.5\n" * 100_000
+    presence = _presence_of({"[rank3]:": [0, 1, 2], " | consumed samples:": [0, 1, 2], "Watchdog caught": [1]}, 3)
+    assert literals_to_assume(presence, window, 18) == {("[rank3]:", False), (" | consumed samples:", False)}
+    assert literals_to_assume(presence, window, 0) == frozenset()  # the last window: nothing left to save on
+
+
+def test_the_pass_keeps_literals_in_every_chunk_that_are_too_rare_to_repay_the_compile():
+    """A torchrun console log: a loss line now and then among progress bars, in every chunk but seldom."""
+    from kb.diagnosis.scanning import literals_to_assume
+
+    window = (b"Map:  45%|####5     | 4500/10000 [00:01<00:02, 3000.00 examples/s]\r" * 200 + b"{'loss': 1.2}\n") * 1200
+    presence = _presence_of({"{'loss': ": [0, 1, 2]}, 3)
+    assert literals_to_assume(presence, window, 18) == frozenset()
