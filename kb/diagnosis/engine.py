@@ -14,7 +14,14 @@ from typing import Any
 
 from kb.diagnosis.conditions import condition_holds
 from kb.diagnosis.events import Failure, failure_exception
-from kb.diagnosis.facts import BAND_FACTS, GENERIC_FACTS, facts_bounded, rank_facts, rank_state_merge
+from kb.diagnosis.facts import (
+    BAND_FACTS,
+    GENERIC_FACTS,
+    facts_bounded,
+    facts_with_rule_values,
+    rank_facts,
+    rank_state_merge,
+)
 from kb.diagnosis.flight_recorder import FlightRecorderReading, flight_recorder_detect, flight_recorder_read
 from kb.diagnosis.reading import (
     MAX_HARMLESS,
@@ -209,7 +216,7 @@ def job_diagnose(
     limits: list[TimeoutSeen] = []
     for reading in readings:
         per_case_merge(per_case, reading.per_case)
-        facts_merge(facts, reading.facts)
+        facts_merge(facts, facts_with_rule_values(reading.facts, reading.rule_values))
         for state in reading.ranks.values():
             rank_state_merge(all_ranks, state)
         all_stacks += [(stack, reading.label) for stack in reading.stacks]

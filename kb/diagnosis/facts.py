@@ -302,14 +302,18 @@ def fact_literals() -> frozenset[tuple[str, bool]]:
 
 
 def facts_extract(scanner: TextScanner, lines: LineLocator) -> tuple[dict[str, Any], dict[int, RankState]]:
-    """All generic facts of one text, and the per-rank watchdog state."""
+    """All generic facts of one text but those of the line-budgeted rules (rule_values_read), and the per-rank
+    watchdog state."""
     facts: dict[str, Any] = {}
     for rule in FACT_RULES:
-        _keep(facts, rule, rule.matches(scanner))
+        if rule.keep == "first":
+            match = next(rule.matches(scanner), None)
+            if match is not None:
+                facts.setdefault(rule.name, match.group(1))
     for software, spec, pattern in VERSION_WORDING:
         if next(pattern.matches(scanner), None):
             facts.setdefault(BAND_FACTS[software], set()).add(spec)
-    for key in ("interfaces", "transport", "p2p_channels", "hosts", "process_groups", "nccl_versions", "torch_band", "nccl_band"):
+    for key in ("torch_band", "nccl_band"):
         if key in facts:
             facts[key] = sorted(facts[key])
     launchers = _first_offsets(scanner, LAUNCHERS)
@@ -422,18 +426,59 @@ def _bounded(value: Any) -> Any:
     return value
 
 
-def _keep(facts: dict[str, Any], rule: Pattern, matches) -> None:
-    for count, match in enumerate(matches):
-        if count >= MAX_FACT_LINES:
-            break
-        value = match.group(1)
-        if rule.keep == "first":
-            facts.setdefault(rule.name, value)
-            return
+# The rules whose fact is every value (a set) or the largest one: each reads at most MAX_FACT_LINES matching lines of a
+# file, counted from its start however the file is cut into windows and runs, so every way of reading it agrees.
+BUDGETED_RULES = tuple(index for index, rule in enumerate(FACT_RULES) if rule.keep != "first")
+
+
+def rule_values_read(scanner: TextScanner, start: int, end: int, left: dict[int, int]) -> dict[int, list[str]]:
+    """The values the budgeted rules capture on the lines that start from `start` to `end` (a window's own part), each
+    rule on at most `left[index]` lines (what the file's earlier lines left of its budget), in line order."""
+    values: dict[int, list[str]] = {}
+    for index in BUDGETED_RULES:
+        budget = left.get(index, MAX_FACT_LINES)
+        if budget <= 0:
+            continue
+        found: list[str] = []
+        for match in FACT_RULES[index].matches(scanner):
+            if match.start() < start:
+                continue
+            if match.start() >= end or len(found) >= budget:
+                break
+            found.append(match.group(1))
+        if found:
+            values[index] = found
+    return values
+
+
+def rule_values_extend(values: dict[int, list[str]], later: dict[int, list[str]]) -> None:
+    """Add the values a later stretch of the same file captured, as far as each rule's budget goes."""
+    for index, found in later.items():
+        kept = values.setdefault(index, [])
+        kept += found[: MAX_FACT_LINES - len(kept)]
+
+
+def facts_with_rule_values(facts: dict[str, Any], values: dict[int, list[str]]) -> dict[str, Any]:
+    """A file's facts joined with what its budgeted rules captured (sets sorted, the largest world size), the fact
+    rules' names first, in their table's order, as the page lists them."""
+    derived: dict[str, Any] = {}
+    for index, found in values.items():
+        rule = FACT_RULES[index]
         if rule.keep == "set":
-            facts.setdefault(rule.name, set()).add(value)
-        elif rule.keep == "max":
-            facts[rule.name] = max(int(value), facts.get(rule.name, 0))
+            derived.setdefault(rule.name, set()).update(found)
+        else:
+            derived[rule.name] = max([int(value) for value in found] + [derived.get(rule.name, 0)])
+    joined: dict[str, Any] = {}
+    for name in dict.fromkeys(rule.name for rule in FACT_RULES):
+        if name in derived:  # joined with what other readers found (a launch line's world size)
+            value = derived[name]
+            joined[name] = (
+                sorted(value | set(facts.get(name) or ())) if isinstance(value, set) else max(value, facts.get(name) or 0)
+            )
+        elif name in facts:
+            joined[name] = facts[name]
+    joined.update((key, value) for key, value in facts.items() if key not in joined)
+    return joined
 
 
 def _first_offsets(scanner: TextScanner, table: tuple[Pattern, ...]) -> list[str]:

@@ -23,7 +23,17 @@ from typing import Any, BinaryIO, Iterator, Union
 from kb.diagnosis import tools
 from kb.diagnosis.debug_dumps import debug_dumps_read
 from kb.diagnosis.events import Failure, first_failure
-from kb.diagnosis.facts import FRAMEWORKS, PARALLELISM, STAGES_DONE, RankState, facts_extract, rank_state_merge
+from kb.diagnosis.facts import (
+    FRAMEWORKS,
+    MAX_FACT_LINES,
+    PARALLELISM,
+    STAGES_DONE,
+    RankState,
+    facts_extract,
+    rank_state_merge,
+    rule_values_extend,
+    rule_values_read,
+)
 from kb.diagnosis.heap import freed_memory_kept
 from kb.diagnosis.rules import Rules
 from kb.diagnosis.scanning import Literal, Presence, TextScanner, literals_to_assume, presence_started
@@ -76,6 +86,8 @@ class FileReading:
 
     per_case: dict[str, dict[str, Any]] = field(default_factory=dict)  # slug -> {"signals": {...}, "evidence": [...]}
     facts: dict[str, Any] = field(default_factory=dict)
+    # What the set and max fact rules captured, in line order (facts.rule_values_read); job_diagnose makes them facts.
+    rule_values: dict[int, list[str]] = field(default_factory=dict)
     ranks: dict[int, RankState] = field(default_factory=dict)
     stacks: list[Stack] = field(default_factory=list)
     timeouts: list[TimeoutSeen] = field(default_factory=list)
@@ -438,6 +450,8 @@ def _window_read(
         }
         entry["evidence"] += [_evidence(lines, hit, sig.id, label) for hit in kept]
     window.facts, window.ranks = facts_extract(scanner, lines)
+    left = {index: MAX_FACT_LINES - len(values) for index, values in reading.rule_values.items()}
+    window.rule_values = rule_values_read(scanner, start, limit, left)
     window.facts.update(tools.tool_facts(scanner))
     stacks = [s for s in stacks_extract(scanner, lines) if start <= s.offset < limit]
     dumped = debug_dumps_read(scanner, stacks, start, limit)
@@ -465,6 +479,7 @@ def reading_extend(reading: FileReading, later: FileReading) -> None:
     its line numbers already counted from the file's start) to what the stretches before it gave."""
     per_case_merge(reading.per_case, later.per_case)
     _facts_merge_window(reading.facts, later.facts)
+    rule_values_extend(reading.rule_values, later.rule_values)
     for state in later.ranks.values():
         known = rank_state_merge(reading.ranks, state)
         if known is not state and state.fp_seq is not None:

@@ -6,7 +6,7 @@ import pytest
 
 from kb.diagnosis.engine import confidence_from, log_diagnose
 from kb.diagnosis import scanning
-from kb.diagnosis.facts import fact_literals, facts_extract, rank_facts
+from kb.diagnosis.facts import fact_literals, facts_extract, facts_with_rule_values, rank_facts, rule_values_read
 from kb.diagnosis.scanning import TextScanner, required_literal_groups
 from kb.diagnosis.rules import rules_compile
 from kb.diagnosis.text import LineLocator, log_decode
@@ -79,9 +79,15 @@ def test_evidence_points_at_the_line_numbers_of_the_original_file(signatures):
         )
 
 
+def _text_facts(text: str):
+    """Every fact one text gives, as a file of that text is read: the fact rules and the line-budgeted rules."""
+    scanner = TextScanner(text, fact_literals())
+    facts, ranks = facts_extract(scanner, LineLocator(text))
+    return facts_with_rule_values(facts, rule_values_read(scanner, 0, len(text), {})), ranks
+
+
 def test_watchdog_facts_are_read_from_torch_2_5_wording(signatures):
-    text = log_decode(read("fsdp_rank2_behind_torch25.log"))
-    facts, ranks = facts_extract(TextScanner(text, fact_literals()), LineLocator(text))
+    facts, ranks = _text_facts(log_decode(read("fsdp_rank2_behind_torch25.log")))
     facts.update(rank_facts(ranks))
     assert facts["op_type"] == ["_ALLGATHER_BASE", "_REDUCE_SCATTER_BASE"]
     assert facts["timeout_ms"] == 600000
@@ -282,7 +288,7 @@ def test_crlf_is_found_with_and_without_hyperscan(monkeypatch):
 @pytest.mark.parametrize("prefix", ["", "[default3]:", "[rank3]:", "[1,3]<stderr>:", "worker-1: ", "[2024-05-01 03:00:00] "])
 def test_nccl_hosts_are_read_behind_a_launcher_prefix(prefix):
     text = f"{prefix}node-b:4123:4188 [3] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n"
-    facts, _ = facts_extract(TextScanner(text, fact_literals()), LineLocator(text))
+    facts, _ = _text_facts(text)
     assert facts["hosts"] == ["node-b"]
 
 

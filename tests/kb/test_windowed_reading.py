@@ -317,3 +317,28 @@ def test_the_pass_keeps_literals_in_every_chunk_that_are_too_rare_to_repay_the_c
     window = (b"Map:  45%|####5     | 4500/10000 [00:01<00:02, 3000.00 examples/s]\r" * 200 + b"{'loss': 1.2}\n") * 1200
     presence = _presence_of({"{'loss': ": [0, 1, 2]}, 3)
     assert literals_to_assume(presence, window, 18) == frozenset()
+
+
+def test_a_set_fact_reads_the_same_first_lines_of_a_file_however_it_is_cut(rules, tmp_path, monkeypatch):
+    """Set and max facts read at most MAX_FACT_LINES matching lines of a file, counted from its start: a whole read, a
+    read in windows and runs read apart and joined all stop at the same line (windows used to read that many each)."""
+    from kb.diagnosis import reading
+    from kb.diagnosis.facts import MAX_FACT_LINES
+
+    monkeypatch.setattr(reading, "REPAIR_LIMIT", 0)
+    early = "".join(
+        f"node-a:4{n:03d}:4{n:03d} [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n" for n in range(MAX_FACT_LINES)
+    )
+    late = "node-z:4999:4999 [7] NCCL INFO Channel 00/0 : 7[7] -> 0[0] via P2P/CUMEM\n" * 50
+    path = tmp_path / "job.log"
+    path.write_text(early + late)
+    _age(path)
+    whole = summary(job_diagnose([source_read(path, rules, label=None)], rules, top=5))
+    windowed = summary(
+        job_diagnose([source_read(path, rules, label=None, window_bytes=8192, lookahead_bytes=4096)], rules, top=5)
+    )
+    parts = reading.file_parts(path, 3, window_bytes=8192, lookahead_bytes=4096)
+    joined = reading.readings_join([reading.file_part_read(part, rules, label=None) for part in parts])
+    assert whole["facts"]["hosts"] == ["node-a"] and whole["facts"]["p2p_channels"] == ["P2P/IPC"]
+    assert windowed == whole
+    assert summary(job_diagnose([joined], rules, top=5)) == whole
