@@ -118,8 +118,7 @@ def source_read(
         status = data.stat()
         whole = _read_whole(status.st_size, window_bytes)
         if _mappable(status):
-            with _mapped(data, populate=whole) as mapped:  # the page cache itself: no copy before the decode
-                return _bytes_read(mapped, rules, reading, deadline, window_bytes, lookahead_bytes)
+            return _file_read(data, whole, rules, reading, deadline, window_bytes, lookahead_bytes)
         if whole:
             data = data.read_bytes()
     if isinstance(data, (bytes, bytearray)) and len(data) > REPAIR_LIMIT:
@@ -176,8 +175,7 @@ def file_part_read(part: FilePart, rules: Rules, *, label: str | None, deadline:
     """One run of windows, its lines numbered from the run's first line (readings_join moves them)."""
     freed_memory_kept()
     reading = FileReading(label=label)
-    with _mapped(part.path) as mapped:
-        _windows_read(_windows_sliced(mapped, list(part.spans)), rules, reading, deadline, False, len(part.spans))
+    _windows_read(_file_windows(part.path, list(part.spans)), rules, reading, deadline, False, len(part.spans))
     return reading
 
 
@@ -214,6 +212,25 @@ def _lines_shift(reading: FileReading, by: int) -> None:
         )
 
 
+def _file_read(
+    path: Path,
+    whole: bool,
+    rules: Rules,
+    reading: FileReading,
+    deadline: float | None,
+    window_bytes: int,
+    lookahead_bytes: int,
+) -> FileReading:
+    """A program-written log on disk that nobody is writing to: read in one piece from its mapping (the page cache
+    itself, no copy before the decode), or in windows cut where its mapping shows line breaks and read with pread."""
+    with _mapped(path, populate=whole) as mapped:
+        if whole:
+            return _bytes_read(mapped, rules, reading, deadline, window_bytes, lookahead_bytes)
+        spans = window_spans(mapped, window_bytes, lookahead_bytes)
+    _windows_read(_file_windows(path, spans), rules, reading, deadline, False, len(spans))
+    return reading
+
+
 def _bytes_read(
     data: bytes | bytearray | mmap.mmap,
     rules: Rules,
@@ -222,8 +239,8 @@ def _bytes_read(
     window_bytes: int,
     lookahead_bytes: int,
 ) -> FileReading:
-    """A program-written log already in memory or mapped: in one piece up to the whole-read limit, else in
-    windows sliced out of it. Too big to be a paste, so never repaired."""
+    """A program-written log in memory (or a mapped file read whole): in one piece up to the whole-read limit, else
+    in windows sliced out of it. Too big to be a paste, so never repaired."""
     if _read_whole(len(data), window_bytes):
         _window_read(
             data, rules, reading, reading.label, base_line=0, core_start=0, core_end=None, deadline=deadline, repair=False
@@ -287,7 +304,7 @@ def reading_rank_set(reading: FileReading, rank: int | None) -> None:
 @contextlib.contextmanager
 def _mapped(path: Path, *, populate: bool = False) -> Iterator[mmap.mmap | bytes]:
     """A file's bytes mapped read-only; an empty file as b"". `populate`: map every page in one call (a file
-    read whole); otherwise pages are read ahead as a window reaches them and given back after it."""
+    read whole); otherwise only the pages looked at are read (where windows are cut: see window_spans)."""
     with path.open("rb") as handle:
         if os.fstat(handle.fileno()).st_size == 0:
             yield b""
@@ -295,7 +312,7 @@ def _mapped(path: Path, *, populate: bool = False) -> Iterator[mmap.mmap | bytes
         flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if populate else 0)
         mapped = mmap.mmap(handle.fileno(), 0, flags=flags, prot=mmap.PROT_READ)
         if not populate and hasattr(mapped, "madvise"):
-            mapped.madvise(mmap.MADV_SEQUENTIAL)
+            mapped.madvise(mmap.MADV_RANDOM)
     try:
         yield mapped
     finally:
@@ -362,16 +379,23 @@ def window_spans(data: bytes | bytearray | mmap.mmap, window_bytes: int, lookahe
 
 
 def _windows_sliced(data: bytes | bytearray | mmap.mmap, spans: list[Span]) -> Iterator[tuple[bytes, int, int, int]]:
-    """The windows of `spans` cut out of `data`: one copy a window and no concatenation. Mapped pages behind the
-    look-behind are given back as it moves on, so the process's resident memory follows the window, not the file."""
-    page = mmap.PAGESIZE
-    released = spans[0][0] // page * page if spans else 0
-    for (behind, start, cut, end), after in zip(spans, spans[1:] + [None]):
+    """The windows of `spans` cut out of bytes in memory: one copy a window and no concatenation."""
+    for behind, start, cut, end in spans:
         yield bytes(data[behind:end]), start - behind, cut - behind, end
-        done = after[0] // page * page if after else released  # the next window's look-behind on is still to read
-        if isinstance(data, mmap.mmap) and done > released:
-            data.madvise(mmap.MADV_DONTNEED, released, done - released)
-            released = done
+
+
+def _file_windows(path: Path, spans: list[Span]) -> Iterator[tuple[bytes, int, int, int]]:
+    """The windows of `spans` read from the file with pread: one copy a window out of the page cache, with none of
+    a mapping's page faults (3.0 against 2.1 ms a 16 MB window) and no mapped pages to give back as the read moves
+    on. A file cut short meanwhile ends the read at what is left, where a mapping would end the process (SIGBUS)."""
+    with path.open("rb") as handle:
+        for behind, start, cut, end in spans:
+            window = os.pread(handle.fileno(), end - behind, behind)
+            if len(window) < end - behind:  # truncated under the reader: what is left of the window's own part
+                if len(window) > start - behind:
+                    yield window, start - behind, min(cut - behind, len(window)), behind + len(window)
+                return
+            yield window, start - behind, cut - behind, end
 
 
 def _read_full(stream: BinaryIO, size: int) -> bytes:

@@ -11,7 +11,7 @@ from django.conf import settings
 
 from kb.corpus import content_rules, corpus_entries
 from kb.diagnosis.engine import job_diagnose
-from kb.diagnosis.reading import _mapped, _windows, _windows_sliced, source_read, window_spans
+from kb.diagnosis.reading import _file_windows, _mapped, _windows, _windows_sliced, source_read, window_spans
 
 REPO = Path(__file__).resolve().parents[2]
 ENTRIES = corpus_entries(REPO / "tests" / "fixtures" / "logs")
@@ -163,17 +163,34 @@ def test_a_mapped_file_gives_what_its_bytes_in_memory_give(rules, tmp_path, shap
 
 
 @pytest.mark.parametrize("window, lookahead", [(2048, 32768), (4096, 512), (300, 300)])
-def test_windows_cut_out_of_a_mapped_file_are_the_windows_of_its_stream(tmp_path, window, lookahead):
-    """A large file is read by slicing its mapping; each window, its own part and its look-behind must be
-    exactly what reading the same bytes as a stream gives, on every fixture (a line longer than a window too)."""
+def test_windows_cut_where_a_mapped_file_shows_line_breaks_are_the_windows_of_its_stream(tmp_path, window, lookahead):
+    """A large file's windows are cut where its mapping shows line breaks, then read with pread (or sliced out of
+    bytes in memory); each window, its own part and its look-behind must be exactly what reading the same bytes as a
+    stream gives, on every fixture (a line longer than a window too)."""
     for entry in ENTRIES + [None]:
         data = entry.path.read_bytes() if entry else b"short\n" + b"y" * 5000 + b"\nlast line without newline"
         path = tmp_path / "log"
         path.write_bytes(data)
         streamed = list(_windows(io.BytesIO(data), window, lookahead))
         with _mapped(path) as mapped:
-            sliced = list(_windows_sliced(mapped, window_spans(mapped, window, lookahead)))
-        assert sliced == streamed, entry.id if entry else "long line"
+            spans = window_spans(mapped, window, lookahead)
+        assert list(_file_windows(path, spans)) == streamed, entry.id if entry else "long line"
+        assert list(_windows_sliced(data, spans)) == streamed, entry.id if entry else "long line"
+
+
+def test_a_file_cut_short_while_its_windows_are_read_ends_the_read_at_what_is_left(tmp_path):
+    """logrotate's copytruncate under a reader: the windows stop at the bytes still there, no error."""
+    path = tmp_path / "log"
+    path.write_bytes(b"".join(b"line %05d of the training log\n" % n for n in range(400)))
+    with _mapped(path) as mapped:
+        spans = window_spans(mapped, 2048, 512)
+    windows = _file_windows(path, spans)
+    first = next(windows)
+    with path.open("r+b") as handle:
+        handle.truncate(3000)
+    rest = list(windows)
+    assert first[0].startswith(b"line 00000")
+    assert rest and rest[-1][3] == 3000 and rest[-1][0].endswith(b"line 00096 of the traini")
 
 
 def test_a_large_file_read_in_windows_from_its_mapping_gives_the_whole_read(rules, tmp_path):
