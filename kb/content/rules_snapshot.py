@@ -1,7 +1,8 @@
 """The rules snapshot: what the engine matches and what a diagnosis links to, written into each published
 build by `load_content` from the rows it has just written, so the command line can diagnose from the build
 without starting Django or opening the database (start-up is most of the time on a short log). Beside it, the
-Hyperscan database of the rules' literals, compiled once here rather than at every start.
+Hyperscan database of the rules' literals and the literal groups derived from their patterns, made once here rather
+than at every start.
 """
 
 from __future__ import annotations
@@ -12,15 +13,16 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from kb.content.publish import RULES_FILE, current_build
 from kb.diagnosis.contract import Catalog
 from kb.diagnosis.rules import Rules, rules_compile
-from kb.diagnosis.scanning import literal_database_dump, literal_database_load
+from kb.diagnosis.scanning import literal_database_dump, literal_database_load, literal_groups_dump, literal_groups_load
 
 FORMAT = 1
 LITERALS_FILE = "literals.hs"  # the compiled literal pass of these rules (kb.diagnosis.scanning)
+GROUPS_FILE = "literal_groups.json"  # the literal groups derived from the rules' patterns (kb.diagnosis.scanning)
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,9 @@ def rules_snapshot_write(build: Path, *, revision: str, cases: list[dict], harml
         "case_urls": catalog.case_urls,
         "harmless_url": catalog.harmless_url,
     }
-    _literal_database_cached(build, rules_compile(cases, harmless))
+    rules = rules_compile(cases, harmless)
+    _build_file_write(build, GROUPS_FILE, literal_groups_dump())
+    _literal_database_cached(build, rules)
     # Written last and renamed into place: a build that has this file is complete (kb.content.publish).
     written = build / f"{RULES_FILE}.tmp"
     written.write_text(json.dumps(body, ensure_ascii=False), encoding="utf-8")
@@ -61,7 +65,10 @@ def rules_snapshot_read(index_root: Path) -> RulesSnapshot | None:
     if body.get("format") != FORMAT:
         return None
     catalog = Catalog(titles=body["titles"], case_urls=body["case_urls"], harmless_url=body["harmless_url"])
+    groups_loaded = _build_file_load(build, GROUPS_FILE, literal_groups_load)
     rules = rules_compile(body["cases"], body["harmless"])
+    if not groups_loaded:  # a build published by an older release, or derived by other code: left for the next start
+        _build_file_write(build, GROUPS_FILE, literal_groups_dump())
     _literal_database_cached(build, rules)
     return RulesSnapshot(revision=body["revision"], rules=rules, catalog=catalog)
 
@@ -69,21 +76,28 @@ def rules_snapshot_read(index_root: Path) -> RulesSnapshot | None:
 def _literal_database_cached(build: Path, rules: Rules) -> None:
     """Load the build's literal database; if it is missing or was compiled from other literals (a build published
     by an older release, whose readers looked for other words), compile it and leave it for the next start."""
+    if not _build_file_load(build, LITERALS_FILE, lambda dumped: literal_database_load(rules.literals, dumped)):
+        _build_file_write(build, LITERALS_FILE, literal_database_dump(rules.literals))
+
+
+def _build_file_load(build: Path, name: str, load: Callable[[bytes], bool]) -> bool:
     try:
-        if literal_database_load(rules.literals, (build / LITERALS_FILE).read_bytes()):
-            return
+        return load((build / name).read_bytes())
     except OSError:
-        pass
-    dumped = literal_database_dump(rules.literals)
-    if dumped is None:
+        return False
+
+
+def _build_file_write(build: Path, name: str, content: bytes | None) -> None:
+    """Renamed into place, so a process starting meanwhile reads the old file or the whole new one."""
+    if content is None:
         return
     written: str | None = None
-    try:  # renamed into place, so a process starting meanwhile reads the old file or the whole new one
-        with tempfile.NamedTemporaryFile(dir=build, prefix=f"{LITERALS_FILE}.", delete=False) as handle:
+    try:
+        with tempfile.NamedTemporaryFile(dir=build, prefix=f"{name}.", delete=False) as handle:
             written = handle.name
-            handle.write(dumped)
-        os.replace(written, build / LITERALS_FILE)
-    except OSError:  # a build this user may not write to, or a full disk: compiled again next time
+            handle.write(content)
+        os.replace(written, build / name)
+    except OSError:  # a build this user may not write to, or a full disk: made again next time
         if written is not None:
             with contextlib.suppress(OSError):
                 os.unlink(written)

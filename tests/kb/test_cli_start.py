@@ -142,6 +142,40 @@ def test_a_build_published_without_the_literal_pass_gets_it_at_the_first_start()
     assert [p.name for p in stored.parent.iterdir() if p.name.startswith(LITERALS_FILE)] == [LITERALS_FILE]
 
 
+def test_a_start_takes_the_literal_groups_of_the_rules_patterns_from_the_build_instead_of_deriving_them(monkeypatch):
+    from kb.content.rules_snapshot import GROUPS_FILE, rules_snapshot_read
+    from kb.diagnosis import scanning
+
+    assert (current_build(settings.SEARCH_INDEX_DIR) / GROUPS_FILE).is_file()
+    before = dict(scanning._GROUPS)
+    scanning._GROUPS.clear()
+    monkeypatch.setattr(scanning, "_literal_groups_derive", lambda pattern, ignorecase: pytest.fail(f"derived {pattern!r}"))
+    rules = rules_snapshot_read(settings.SEARCH_INDEX_DIR).rules
+    assert all(sig.guards == before[(sig.pattern, sig.ignorecase)] for sig in rules.signatures)
+
+
+def test_literal_groups_derived_by_other_code_are_not_taken():
+    """Another release of the deriver (or of Python's regex parser) may derive other groups from the same pattern."""
+    from kb.diagnosis import scanning
+
+    dumped = json.loads(scanning.literal_groups_dump())
+    assert scanning.literal_groups_load(json.dumps(dumped).encode())
+    dumped["deriver"] = "0" * 64
+    assert not scanning.literal_groups_load(json.dumps(dumped).encode())
+    assert not scanning.literal_groups_load(b"not json")
+
+
+def test_a_build_published_without_the_literal_groups_gets_them_at_the_first_start():
+    from kb.content.rules_snapshot import GROUPS_FILE, rules_snapshot_read
+    from kb.diagnosis import scanning
+
+    stored = current_build(settings.SEARCH_INDEX_DIR) / GROUPS_FILE
+    stored.unlink()
+    rules_snapshot_read(settings.SEARCH_INDEX_DIR)
+    assert scanning.literal_groups_load(stored.read_bytes())
+    assert [p.name for p in stored.parent.iterdir() if p.name.startswith(GROUPS_FILE)] == [GROUPS_FILE]
+
+
 @pytest.mark.parametrize(
     "cores, available_gib, workers",
     [(16, 128, 16), (16, 4, 6), (16, 0.5, 1), (2, 24, 2)],
