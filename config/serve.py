@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from config.hugepages import environ_with_huge_pages
+from config.memory import memory_available_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "deploy" / "nginx.conf"
@@ -66,24 +67,6 @@ def workers_plan(*, cpus: int, available_bytes: int, budget_bytes: int) -> Worke
     by_cpu = 2 * cpus + 1
     by_memory = available_bytes // budget_bytes
     return WorkerPlan(max(1, min(by_cpu, by_memory)), by_cpu, by_memory, cpus, available_bytes, budget_bytes)
-
-
-def memory_available_bytes() -> int:
-    """MemAvailable, or less where a cgroup (a container, a systemd slice) caps this process's memory."""
-    available = None
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemAvailable:"):
-            available = int(line.split()[1]) * 1024
-    if available is None:
-        available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
-    cgroup = Path("/sys/fs/cgroup")
-    try:
-        limit = (cgroup / "memory.max").read_text().strip()
-        if limit != "max":
-            available = min(available, int(limit) - int((cgroup / "memory.current").read_text()))
-    except (OSError, ValueError):
-        pass
-    return max(0, available)
 
 
 def nginx_binary() -> str | None:

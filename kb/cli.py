@@ -17,14 +17,13 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
-from config.serve import memory_available_bytes
+from config.memory import memory_available_bytes
 from kb.content.revision import LOAD_HINT, content_revision, drift_text
 from kb.content.rules_snapshot import rules_snapshot_read
 from kb.diagnosis.contract import diagnosis_json, diagnosis_text, json_text
 from kb.diagnosis.engine import log_diagnose
 from kb.diagnosis.flight_recorder import flight_recorder_detect
 from kb.diagnosis.reading import Source
-from kb.job_input import JobInputError, job_read
 
 HELP = (
     "Rank the known cases that explain a job's logs, with evidence lines and extracted facts. Paths may be "
@@ -66,6 +65,8 @@ def sources_read(paths: list[str], max_bytes: int | None) -> tuple[list[tuple[st
         if max_bytes is not None and file.is_file() and file.stat().st_size > max_bytes:
             raise CliError(f"{path} is {file.stat().st_size} bytes; --max-bytes is {max_bytes}")
         if file.is_dir() or file.name.endswith(ARCHIVE_SUFFIXES) or _is_dump(file):
+            from kb.job_input import JobInputError, job_read  # tarfile, zipfile and their codecs: 7 ms a start otherwise
+
             try:
                 job = job_read(file)
             except JobInputError as err:

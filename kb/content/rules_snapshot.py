@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -91,6 +90,8 @@ def _build_file_write(build: Path, name: str, content: bytes | None) -> None:
     """Renamed into place, so a process starting meanwhile reads the old file or the whole new one."""
     if content is None:
         return
+    import tempfile  # only when a file is written: 7 ms of every start otherwise (random, shutil, their codecs)
+
     written: str | None = None
     try:
         with tempfile.NamedTemporaryFile(dir=build, prefix=f"{name}.", delete=False) as handle:

@@ -33,7 +33,8 @@ from kb.benchmark import (
     wrk_summary,
 )
 from config.hugepages import environ_as_the_user_started, environ_with_huge_pages
-from config.serve import memory_available_bytes, worker_budget_bytes, workers_plan
+from config.memory import memory_available_bytes
+from config.serve import worker_budget_bytes, workers_plan
 from kb.diagnose import diagnosis_run, rules_current
 from kb.search.index import search, search_cache_clear
 
