@@ -395,7 +395,7 @@ def rank_facts(ranks: dict[int, RankState]) -> dict[str, Any]:
     return facts
 
 
-MAX_FACT_LINES = 500  # set-valued facts (hosts, interfaces) are complete long before this in real logs
+MAX_FACT_LINES = 500  # a file's set and max facts (hosts, interfaces) are complete long before this in real logs
 # What a fact may hold once the job is read: the page, the JSON and a shared report echo facts, so a value
 # captured from a 29 MB line must not come back whole. 200 characters hold any host name, interface,
 # version or path a fact names; 1024 values hold the ranks the scanner tells apart (RANK_PREFIXES).

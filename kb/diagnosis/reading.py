@@ -260,7 +260,7 @@ def _windows_read(
     repair: bool,
     count: int | None = None,
 ) -> None:
-    """Read windows one after another; with their `count` known (a mapped file's), the literal pass may leave out of
+    """Read windows one after another; with their `count` known (cut in advance), the literal pass may leave out of
     the later ones what the first found in every chunk (scanning.literals_to_assume)."""
     base_line = 0
     assumed: frozenset[Literal] = frozenset()

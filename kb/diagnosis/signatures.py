@@ -41,8 +41,8 @@ class Signature:
     def prefilter(self) -> tuple[tuple[str, ...], ...]:
         """The groups the one-pass prefilter checks: the scanned group, and the other groups whose literals
         are distinctive. Short common ones (' - ', 'NCCL') occur in nearly every log and would only slow the
-        pass; so would a group found wherever the scanned one is ('iteration ' beside 'validation loss at
-        iteration '): a group left out counts as present."""
+        pass; so would a group found wherever the scanned one is ('NCCL WARN ' beside 'NCCL WARN NET/IB : Got
+        completion from peer '): a group left out counts as present."""
         scanned = self.guards[:1]
         return scanned + tuple(
             group
