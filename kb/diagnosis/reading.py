@@ -118,7 +118,8 @@ def source_read(
         status = data.stat()
         whole = _read_whole(status.st_size, window_bytes)
         if _mappable(status):
-            return _file_read(data, whole, rules, reading, deadline, window_bytes, lookahead_bytes)
+            with _mapped(data, populate=whole) as mapped:  # the page cache itself: no copy before the decode
+                return _bytes_read(mapped, rules, reading, deadline, window_bytes, lookahead_bytes, path=data)
         if whole:
             data = data.read_bytes()
     if isinstance(data, (bytes, bytearray)) and len(data) > REPAIR_LIMIT:
@@ -212,25 +213,6 @@ def _lines_shift(reading: FileReading, by: int) -> None:
         )
 
 
-def _file_read(
-    path: Path,
-    whole: bool,
-    rules: Rules,
-    reading: FileReading,
-    deadline: float | None,
-    window_bytes: int,
-    lookahead_bytes: int,
-) -> FileReading:
-    """A program-written log on disk that nobody is writing to: read in one piece from its mapping (the page cache
-    itself, no copy before the decode), or in windows cut where its mapping shows line breaks and read with pread."""
-    with _mapped(path, populate=whole) as mapped:
-        if whole:
-            return _bytes_read(mapped, rules, reading, deadline, window_bytes, lookahead_bytes)
-        spans = window_spans(mapped, window_bytes, lookahead_bytes)
-    _windows_read(_file_windows(path, spans), rules, reading, deadline, False, len(spans))
-    return reading
-
-
 def _bytes_read(
     data: bytes | bytearray | mmap.mmap,
     rules: Rules,
@@ -238,9 +220,11 @@ def _bytes_read(
     deadline: float | None,
     window_bytes: int,
     lookahead_bytes: int,
+    path: Path | None = None,
 ) -> FileReading:
-    """A program-written log in memory (or a mapped file read whole): in one piece up to the whole-read limit, else
-    in windows sliced out of it. Too big to be a paste, so never repaired."""
+    """A program-written log in memory or mapped: in one piece up to the whole-read limit, else in windows cut where
+    it shows line breaks, sliced out of it, or read with pread from the file a mapping is of (`path`). Too big to be
+    a paste, so never repaired."""
     if _read_whole(len(data), window_bytes):
         _window_read(
             data, rules, reading, reading.label, base_line=0, core_start=0, core_end=None, deadline=deadline, repair=False
@@ -248,7 +232,8 @@ def _bytes_read(
         reading.bytes = len(data)
         return reading
     spans = window_spans(data, window_bytes, lookahead_bytes)
-    _windows_read(_windows_sliced(data, spans), rules, reading, deadline, False, len(spans))
+    windows = _file_windows(path, spans) if path is not None else _windows_sliced(data, spans)
+    _windows_read(windows, rules, reading, deadline, False, len(spans))
     return reading
 
 
