@@ -301,9 +301,12 @@ def fact_literals() -> frozenset[tuple[str, bool]]:
     return frozenset(found | {(lit, False) for lit in extra})
 
 
-def facts_extract(scanner: TextScanner, lines: LineLocator) -> tuple[dict[str, Any], dict[int, RankState]]:
+def facts_extract(
+    scanner: TextScanner, lines: LineLocator, labelled: bool | None = None
+) -> tuple[dict[str, Any], dict[int, RankState]]:
     """All generic facts of one text but those of the line-budgeted rules (rule_values_read), and the per-rank
-    watchdog state."""
+    watchdog state. `labelled`: whether the file the text is part of is srun --label's (srun_labelled); by default,
+    told by the text's own start (a whole file)."""
     facts: dict[str, Any] = {}
     for rule in FACT_RULES:
         if rule.keep == "first":
@@ -336,7 +339,7 @@ def facts_extract(scanner: TextScanner, lines: LineLocator) -> tuple[dict[str, A
     launched = _launch_world_size(scanner)
     if launched:
         facts["world_size"] = max(launched, facts.get("world_size", 0))
-    seen = _ranks_seen(scanner, ranks)
+    seen = _ranks_seen(scanner, ranks, srun_labelled(scanner.text) if labelled is None else labelled)
     if seen:
         facts["ranks"] = seen
     return facts, ranks
@@ -588,9 +591,19 @@ _TAG_OUTPUT_RE = re.compile(TAG_OUTPUT_PREFIX)
 _SRUN_LABEL_RE = re.compile(SRUN_LABEL_PREFIX, re.MULTILINE)
 
 
-def _ranks_seen(scanner: TextScanner, ranks: dict[int, RankState]) -> list[int]:
+SRUN_HEAD_CHARS = 65536  # srun --label is told by the start of a file
+
+
+def srun_labelled(head: str) -> bool:
+    """srun --label's `N: ` on most lines of a file's start: then that prefix names a rank wherever it is in the file."""
+    head = head[:SRUN_HEAD_CHARS]
+    labelled = len(_SRUN_LABEL_RE.findall(head))
+    return labelled >= 4 and labelled * 2 >= head.count("\n")
+
+
+def _ranks_seen(scanner: TextScanner, ranks: dict[int, RankState], labelled: bool) -> list[int]:
     """Every rank the log shows: watchdog lines, PyTorch's `[rankN]:` prefix, mpirun --tag-output's
-    `[job,rank]<stderr>:` and srun --label's `N: ` (when most lines carry it)."""
+    `[job,rank]<stderr>:` and, in a file `labelled` by srun --label (srun_labelled), its `N: `."""
     seen = set(ranks)
     text = scanner.text
     present = scanner.present_among(RANK_PREFIXES)
@@ -600,8 +613,6 @@ def _ranks_seen(scanner: TextScanner, ranks: dict[int, RankState]) -> list[int]:
         seen.update(int(r) for r in set(RANK_PREFIX_RE.findall(text)))
     if scanner.present_among(("]<stderr>:", "]<stdout>:")) != set():
         seen.update(int(r) for r in set(_TAG_OUTPUT_RE.findall(text)))
-    head = text[:65536]
-    labelled = len(_SRUN_LABEL_RE.findall(head))
-    if labelled >= 4 and labelled * 2 >= head.count("\n"):
+    if labelled:
         seen.update(int(r) for r in set(_SRUN_LABEL_RE.findall(text)))
     return sorted(seen)

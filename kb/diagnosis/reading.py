@@ -27,12 +27,14 @@ from kb.diagnosis.facts import (
     FRAMEWORKS,
     MAX_FACT_LINES,
     PARALLELISM,
+    SRUN_HEAD_CHARS,
     STAGES_DONE,
     RankState,
     facts_extract,
     rank_state_merge,
     rule_values_extend,
     rule_values_read,
+    srun_labelled,
 )
 from kb.diagnosis.heap import freed_memory_kept
 from kb.diagnosis.rules import Rules
@@ -88,6 +90,7 @@ class FileReading:
     facts: dict[str, Any] = field(default_factory=dict)
     # What the set and max fact rules captured, in line order (facts.rule_values_read); job_diagnose makes them facts.
     rule_values: dict[int, list[str]] = field(default_factory=dict)
+    srun_labelled: bool | None = None  # told by the file's start (facts.srun_labelled), for every window of it
     ranks: dict[int, RankState] = field(default_factory=dict)
     stacks: list[Stack] = field(default_factory=list)
     timeouts: list[TimeoutSeen] = field(default_factory=list)
@@ -175,9 +178,16 @@ def file_parts(
 def file_part_read(part: FilePart, rules: Rules, *, label: str | None, deadline: float | None = None) -> FileReading:
     """One run of windows, its lines numbered from the run's first line (readings_join moves them)."""
     freed_memory_kept()
-    reading = FileReading(label=label)
+    reading = FileReading(label=label, srun_labelled=srun_labelled(_file_start_text(part.path)))
     _windows_read(_file_windows(part.path, list(part.spans)), rules, reading, deadline, False, len(part.spans))
     return reading
+
+
+def _file_start_text(path: Path) -> str:
+    """The cleaned text a file starts with, as its first window reads it: enough bytes for SRUN_HEAD_CHARS characters
+    of any encoding, and a few more for a colour code cut at the end."""
+    with path.open("rb") as handle:
+        return log_clean(os.pread(handle.fileno(), 4 * SRUN_HEAD_CHARS + 64, 0))[0][:SRUN_HEAD_CHARS]
 
 
 def readings_join(parts: list[FileReading]) -> FileReading:
@@ -458,7 +468,9 @@ def _window_read(
             "kind": "line",
         }
         entry["evidence"] += [_evidence(lines, hit, sig.id, label) for hit in kept]
-    window.facts, window.ranks = facts_extract(scanner, lines)
+    if reading.srun_labelled is None:  # the file's first window
+        reading.srun_labelled = srun_labelled(text)
+    window.facts, window.ranks = facts_extract(scanner, lines, reading.srun_labelled)
     left = {index: MAX_FACT_LINES - len(values) for index, values in reading.rule_values.items()}
     window.rule_values = rule_values_read(scanner, start, limit, left)
     window.facts.update(tools.tool_facts(scanner))

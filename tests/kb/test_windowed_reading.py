@@ -359,3 +359,26 @@ def test_a_set_fact_reads_the_same_first_lines_of_a_file_however_it_is_cut(rules
     assert whole["facts"]["hosts"] == ["node-a"] and whole["facts"]["p2p_channels"] == ["P2P/IPC"]
     assert windowed == whole
     assert summary(job_diagnose([joined], rules, top=5)) == whole
+
+
+def test_srun_labels_name_ranks_in_every_window_of_a_file_that_starts_with_them(rules, tmp_path, monkeypatch):
+    """srun --label is told by a file's start; a later window that starts in a stretch without labels (a traceback
+    printed unlabelled) still counts the labelled lines after it, in one pass and in runs read apart."""
+    from kb.diagnosis import reading
+
+    monkeypatch.setattr(reading, "REPAIR_LIMIT", 0)
+    labelled = "".join(f"{rank}: [I ProcessGroupNCCL.cpp:1000] [Rank {rank}] step {n}\n" for n in range(500) for rank in range(4))
+    traceback = "".join(f'  File "/opt/train.py", line {n}, in step\n    loss.backward()\n' for n in range(400))
+    late = "".join(f"{rank}: [I ProcessGroupNCCL.cpp:1000] [Rank {rank}] step 41\n" for rank in (4, 5, 6, 7))
+    path = tmp_path / "slurm-1234.out"
+    path.write_text(labelled + traceback + late)
+    _age(path)
+    whole = summary(job_diagnose([source_read(path, rules, label=None)], rules, top=5))
+    windowed = summary(
+        job_diagnose([source_read(path, rules, label=None, window_bytes=16384, lookahead_bytes=1024)], rules, top=5)
+    )
+    parts = reading.file_parts(path, 3, window_bytes=16384, lookahead_bytes=1024)
+    joined = reading.readings_join([reading.file_part_read(part, rules, label=None) for part in parts])
+    assert whole["facts"]["ranks"] == [0, 1, 2, 3, 4, 5, 6, 7]
+    assert windowed == whole
+    assert summary(job_diagnose([joined], rules, top=5)) == whole
