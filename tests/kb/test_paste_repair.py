@@ -1,5 +1,7 @@
 """Damaged pastes are repaired before matching, and evidence still points at the user's own line numbers."""
 
+import pytest
+
 from kb.diagnosis.text import LineLocator, paste_repair
 
 WATCHDOG = (
@@ -64,6 +66,13 @@ def test_indented_lines_under_other_messages_are_left_alone():
 
 def test_lines_of_one_format_that_share_the_widest_length_are_not_joined():
     lines = [WATCHDOG.replace("Rank 1", f"Rank {n}").replace("[rank1]", f"[rank{n}]") for n in range(1, 4)]
+    assert paste_repair("\n".join(lines)).text.split("\n") == lines
+
+
+@pytest.mark.parametrize("label", ["{n}: ", "  {n}: "])
+def test_lines_that_srun_label_with_their_ranks_are_not_joined_when_they_share_the_widest_length(label):
+    """srun --label (`0: `, `1: `, or right-aligned for 10 ranks and more): the ranks' watchdog lines are each a line."""
+    lines = [label.format(n=n) + WATCHDOG.replace("Rank 1", f"Rank {n}").replace("[rank1]", f"[rank{n}]") for n in range(1, 4)]
     assert paste_repair("\n".join(lines)).text.split("\n") == lines
 
 
