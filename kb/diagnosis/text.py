@@ -204,11 +204,12 @@ def rank_prefix_split(line: str) -> tuple[str, int | None]:
     return line[match.end() :], rank
 
 
-# How a log line begins: a launcher or logger prefix (srun --label's rank too), a timestamp, a glog header, an NCCL
-# host:pid:tid; and the heads of the dumps a paste holds (stack dumps' thread and process lines, the debug server's
-# sections, tables and errors, a JSON object), whose widest lines are whole lines of their own.
+# How a log line begins: a launcher or logger prefix (srun --label's rank, deepspeed's and pdsh's "host: " before a
+# bracket or a timestamp), a timestamp, a glog header, an NCCL host:pid:tid; and the heads of the dumps a paste holds
+# (stack dumps' thread and process lines, the debug server's sections, tables and errors, a JSON object), whose widest
+# lines are whole lines of their own.
 _LINE_START_RE = re.compile(
-    r"\s*(?:\[|\d{1,5}: \S|\d{4}-\d\d-\d\d|[EWIF]\d{4} |[A-Za-z0-9_.-]{1,64}:\d+:\d+ \[|Traceback|File \"|#\d"
+    r"\s*(?:\[|\d{1,5}: \S|[\w.-]{1,64}: (?:\[|\d{4}-\d\d-\d\d)|\d{4}-\d\d-\d\d|[EWIF]\d{4} |[A-Za-z0-9_.-]{1,64}:\d+:\d+ \[|Traceback|File \"|#\d"
     r"|frame #\d|Exception raised from|terminate called|what\(\)|[A-Z]\w{2,40}(?:Error|Exception|Warning):"
     r"|=== |--- |Error: \d|\{(?:\"|$)|Process \d+: |Python v\d|(?:Current thread|Thread) (?:0x|\d))"
 )

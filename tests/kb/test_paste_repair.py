@@ -69,9 +69,10 @@ def test_lines_of_one_format_that_share_the_widest_length_are_not_joined():
     assert paste_repair("\n".join(lines)).text.split("\n") == lines
 
 
-@pytest.mark.parametrize("label", ["{n}: ", "  {n}: "])
-def test_lines_that_srun_label_with_their_ranks_are_not_joined_when_they_share_the_widest_length(label):
-    """srun --label (`0: `, `1: `, or right-aligned for 10 ranks and more): the ranks' watchdog lines are each a line."""
+@pytest.mark.parametrize("label", ["{n}: ", "  {n}: ", "worker-{n}: ", "gpu-node-0{n}.cluster: "])
+def test_lines_a_launcher_labels_are_not_joined_when_they_share_the_widest_length(label):
+    """srun --label (`0: `, `1: `, right-aligned past 9) and deepspeed's or pdsh's host names: each rank's watchdog line
+    is a line of its own."""
     lines = [label.format(n=n) + WATCHDOG.replace("Rank 1", f"Rank {n}").replace("[rank1]", f"[rank{n}]") for n in range(1, 4)]
     assert paste_repair("\n".join(lines)).text.split("\n") == lines
 
