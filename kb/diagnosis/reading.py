@@ -121,8 +121,8 @@ def source_read(
         status = data.stat()
         whole = _read_whole(status.st_size, window_bytes)
         if _mappable(status):
-            with _mapped(data, populate=whole) as mapped:  # the page cache itself: no copy before the decode
-                return _bytes_read(mapped, rules, reading, deadline, window_bytes, lookahead_bytes, path=data)
+            with data.open("rb") as handle, _mapped(handle, populate=whole) as mapped:  # the page cache: no copy
+                return _bytes_read(mapped, rules, reading, deadline, window_bytes, lookahead_bytes, file=handle)
         if whole:
             data = data.read_bytes()
     if isinstance(data, (bytes, bytearray)) and len(data) > REPAIR_LIMIT:
@@ -169,7 +169,7 @@ def file_parts(
     status = path.stat()
     if not _mappable(status) or _read_whole(status.st_size, window_bytes):
         return []
-    with _mapped(path) as mapped:
+    with path.open("rb") as handle, _mapped(handle) as mapped:
         spans = window_spans(mapped, window_bytes, lookahead_bytes)
     parts = min(parts, len(spans))
     return [FilePart(path, tuple(spans[len(spans) * k // parts : len(spans) * (k + 1) // parts])) for k in range(parts)]
@@ -179,7 +179,8 @@ def file_part_read(part: FilePart, rules: Rules, *, label: str | None, deadline:
     """One run of windows, its lines numbered from the run's first line (readings_join moves them)."""
     freed_memory_kept()
     reading = FileReading(label=label, srun_labelled=srun_labelled(_file_start_text(part.path)))
-    _windows_read(_file_windows(part.path, list(part.spans)), rules, reading, deadline, False, len(part.spans))
+    with part.path.open("rb") as handle:
+        _windows_read(_file_windows(handle, list(part.spans)), rules, reading, deadline, False, len(part.spans))
     return reading
 
 
@@ -230,11 +231,11 @@ def _bytes_read(
     deadline: float | None,
     window_bytes: int,
     lookahead_bytes: int,
-    path: Path | None = None,
+    file: BinaryIO | None = None,
 ) -> FileReading:
     """A program-written log in memory or mapped: in one piece up to the whole-read limit, else in windows cut where
-    it shows line breaks, sliced out of it, or read with pread from the file a mapping is of (`path`). Too big to be
-    a paste, so never repaired."""
+    it shows line breaks, sliced out of it, or read with pread from the open file a mapping is of (`file`: the same
+    file, even if its path is given to another meanwhile). Too big to be a paste, so never repaired."""
     if _read_whole(len(data), window_bytes):
         _window_read(
             data, rules, reading, reading.label, base_line=0, core_start=0, core_end=None, deadline=deadline, repair=False
@@ -242,7 +243,7 @@ def _bytes_read(
         reading.bytes = len(data)
         return reading
     spans = window_spans(data, window_bytes, lookahead_bytes)
-    windows = _file_windows(path, spans) if path is not None else _windows_sliced(data, spans)
+    windows = _file_windows(file, spans) if file is not None else _windows_sliced(data, spans)
     _windows_read(windows, rules, reading, deadline, False, len(spans))
     return reading
 
@@ -297,17 +298,16 @@ def reading_rank_set(reading: FileReading, rank: int | None) -> None:
 
 
 @contextlib.contextmanager
-def _mapped(path: Path, *, populate: bool = False) -> Iterator[mmap.mmap | bytes]:
-    """A file's bytes mapped read-only; an empty file as b"". `populate`: map every page in one call (a file
+def _mapped(file: BinaryIO, *, populate: bool = False) -> Iterator[mmap.mmap | bytes]:
+    """An open file's bytes mapped read-only; an empty file as b"". `populate`: map every page in one call (a file
     read whole); otherwise only the pages looked at are read (where windows are cut: see window_spans)."""
-    with path.open("rb") as handle:
-        if os.fstat(handle.fileno()).st_size == 0:
-            yield b""
-            return
-        flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if populate else 0)
-        mapped = mmap.mmap(handle.fileno(), 0, flags=flags, prot=mmap.PROT_READ)
-        if not populate and hasattr(mapped, "madvise"):
-            mapped.madvise(mmap.MADV_RANDOM)
+    if os.fstat(file.fileno()).st_size == 0:
+        yield b""
+        return
+    flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if populate else 0)
+    mapped = mmap.mmap(file.fileno(), 0, flags=flags, prot=mmap.PROT_READ)
+    if not populate and hasattr(mapped, "madvise"):
+        mapped.madvise(mmap.MADV_RANDOM)
     try:
         yield mapped
     finally:
@@ -379,18 +379,17 @@ def _windows_sliced(data: bytes | bytearray | mmap.mmap, spans: list[Span]) -> I
         yield bytes(data[behind:end]), start - behind, cut - behind, end
 
 
-def _file_windows(path: Path, spans: list[Span]) -> Iterator[tuple[bytes, int, int, int]]:
-    """The windows of `spans` read from the file with pread: one copy a window out of the page cache, with none of
-    a mapping's page faults (3.0 against 2.1 ms a 16 MB window) and no mapped pages to give back as the read moves
+def _file_windows(file: BinaryIO, spans: list[Span]) -> Iterator[tuple[bytes, int, int, int]]:
+    """The windows of `spans` read from an open file with pread: one copy a window out of the page cache, with none
+    of a mapping's page faults (3.0 against 2.1 ms a 16 MB window) and no mapped pages to give back as the read moves
     on. A file cut short meanwhile ends the read at what is left, where a mapping would end the process (SIGBUS)."""
-    with path.open("rb") as handle:
-        for behind, start, cut, end in spans:
-            window = os.pread(handle.fileno(), end - behind, behind)
-            if len(window) < end - behind:  # truncated under the reader: what is left of the window's own part
-                if len(window) > start - behind:
-                    yield window, start - behind, min(cut - behind, len(window)), behind + len(window)
-                return
-            yield window, start - behind, cut - behind, end
+    for behind, start, cut, end in spans:
+        window = os.pread(file.fileno(), end - behind, behind)
+        if len(window) < end - behind:  # truncated under the reader: what is left of the window's own part
+            if len(window) > start - behind:
+                yield window, start - behind, min(cut - behind, len(window)), behind + len(window)
+            return
+        yield window, start - behind, cut - behind, end
 
 
 def _read_full(stream: BinaryIO, size: int) -> bytes:

@@ -1,6 +1,7 @@
 """A file read window by window gives exactly what a whole read gives: the same matches, scores, evidence
 lines, facts, rank verdict, stacks, first failure and harmless lines (the streaming engine's contract)."""
 
+import contextlib
 import io
 import os
 import time
@@ -154,7 +155,7 @@ def test_a_mapped_file_gives_what_its_bytes_in_memory_give(rules, tmp_path, shap
 
     mapped: list[Path] = []
     original = reading._mapped
-    monkeypatch.setattr(reading, "_mapped", lambda p, **kw: mapped.append(p) or original(p, **kw))
+    monkeypatch.setattr(reading, "_mapped", lambda f, **kw: mapped.append(Path(f.name)) or original(f, **kw))
     from_file = source_read(path, rules, label=None)
     assert mapped == [path]
     in_memory = source_read(data, rules, label=None)
@@ -172,9 +173,10 @@ def test_windows_cut_where_a_mapped_file_shows_line_breaks_are_the_windows_of_it
         path = tmp_path / "log"
         path.write_bytes(data)
         streamed = list(_windows(io.BytesIO(data), window, lookahead))
-        with _mapped(path) as mapped:
-            spans = window_spans(mapped, window, lookahead)
-        assert list(_file_windows(path, spans)) == streamed, entry.id if entry else "long line"
+        with path.open("rb") as handle:
+            with _mapped(handle) as mapped:
+                spans = window_spans(mapped, window, lookahead)
+            assert list(_file_windows(handle, spans)) == streamed, entry.id if entry else "long line"
         assert list(_windows_sliced(data, spans)) == streamed, entry.id if entry else "long line"
 
 
@@ -182,13 +184,14 @@ def test_a_file_cut_short_while_its_windows_are_read_ends_the_read_at_what_is_le
     """logrotate's copytruncate under a reader: the windows stop at the bytes still there, no error."""
     path = tmp_path / "log"
     path.write_bytes(b"".join(b"line %05d of the training log\n" % n for n in range(400)))
-    with _mapped(path) as mapped:
-        spans = window_spans(mapped, 2048, 512)
-    windows = _file_windows(path, spans)
-    first = next(windows)
-    with path.open("r+b") as handle:
-        handle.truncate(3000)
-    rest = list(windows)
+    with path.open("rb") as reader:
+        with _mapped(reader) as mapped:
+            spans = window_spans(mapped, 2048, 512)
+        windows = _file_windows(reader, spans)
+        first = next(windows)
+        with path.open("r+b") as handle:
+            handle.truncate(3000)
+        rest = list(windows)
     assert first[0].startswith(b"line 00000")
     assert rest and rest[-1][3] == 3000 and rest[-1][0].endswith(b"line 00096 of the traini")
 
@@ -221,7 +224,7 @@ def test_a_file_written_seconds_ago_is_read_not_mapped(rules, tmp_path, monkeypa
     path = tmp_path / "live.log"
     path.write_bytes(b"step 1/2000 loss 1.23\n" * (9 * 1024 * 1024 // 22) + fixture)
     mapped: list[Path] = []
-    monkeypatch.setattr(reading, "_mapped", lambda p, **kw: mapped.append(p) or pytest.fail("a live log was mapped"))
+    monkeypatch.setattr(reading, "_mapped", lambda f, **kw: mapped.append(f) or pytest.fail("a live log was mapped"))
     assert summary(job_diagnose([source_read(path, rules, label=None)], rules, top=5))["matches"]
     assert mapped == []
 
@@ -382,3 +385,31 @@ def test_srun_labels_name_ranks_in_every_window_of_a_file_that_starts_with_them(
     assert whole["facts"]["ranks"] == [0, 1, 2, 3, 4, 5, 6, 7]
     assert windowed == whole
     assert summary(job_diagnose([joined], rules, top=5)) == whole
+
+
+def test_a_log_replaced_on_disk_while_it_is_read_is_read_from_the_file_first_opened(rules, tmp_path, monkeypatch):
+    """logrotate renames a new file onto the path between the mapping that cuts the windows and their reads: every
+    window comes from the file that was opened, not half from each."""
+    from kb.diagnosis import reading
+
+    fixture = (REPO / "tests" / "fixtures" / "logs" / "fsdp_rank2_behind_torch25.log").read_bytes()
+    data = b"step 1/2000 loss 1.23\n" * (3 * 1024 * 1024 // 22) + fixture
+    path = tmp_path / "job.log"
+    path.write_bytes(data)
+    _age(path)
+    newer = tmp_path / "job.log.new"
+    newer.write_bytes(b"x" * len(data))
+    original = reading._mapped
+
+    @contextlib.contextmanager
+    def mapped_then_rotated(file, **kwargs):
+        with original(file, **kwargs) as mapping:
+            os.replace(newer, path)
+            yield mapping
+
+    monkeypatch.setattr(reading, "REPAIR_LIMIT", 0)
+    monkeypatch.setattr(reading, "_mapped", mapped_then_rotated)
+    rotated = source_read(path, rules, label=None, window_bytes=512 * 1024, lookahead_bytes=64 * 1024)
+    assert summary(job_diagnose([rotated], rules, top=5)) == summary(
+        job_diagnose([source_read(data, rules, label=None)], rules, top=5)
+    )
