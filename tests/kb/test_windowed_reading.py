@@ -353,15 +353,21 @@ def test_a_set_fact_reads_the_same_first_lines_of_a_file_however_it_is_cut(rules
     path = tmp_path / "job.log"
     path.write_text(early + late)
     _age(path)
-    whole = summary(job_diagnose([source_read(path, rules, label=None)], rules, top=5))
-    windowed = summary(
-        job_diagnose([source_read(path, rules, label=None, window_bytes=8192, lookahead_bytes=4096)], rules, top=5)
-    )
-    parts = reading.file_parts(path, 3, window_bytes=8192, lookahead_bytes=4096)
-    joined = reading.readings_join([reading.file_part_read(part, rules, label=None) for part in parts])
+    whole, windowed, joined = _read_three_ways(path, rules, window=8192, lookahead=4096)
     assert whole["facts"]["hosts"] == ["node-a"] and whole["facts"]["p2p_channels"] == ["P2P/IPC"]
     assert windowed == whole
-    assert summary(job_diagnose([joined], rules, top=5)) == whole
+    assert joined == whole
+
+
+def _read_three_ways(path: Path, rules, *, window: int, lookahead: int) -> tuple[dict, dict, dict]:
+    """A file read whole, in windows, and as three runs of windows read apart and joined (as the command line does)."""
+    from kb.diagnosis import reading
+
+    whole = source_read(path, rules, label=None)
+    windowed = source_read(path, rules, label=None, window_bytes=window, lookahead_bytes=lookahead)
+    parts = reading.file_parts(path, 3, window_bytes=window, lookahead_bytes=lookahead)
+    joined = reading.readings_join([reading.file_part_read(part, rules, label=None) for part in parts])
+    return tuple(summary(job_diagnose([r], rules, top=5)) for r in (whole, windowed, joined))
 
 
 def test_srun_labels_name_ranks_in_every_window_of_a_file_that_starts_with_them(rules, tmp_path, monkeypatch):
@@ -376,15 +382,10 @@ def test_srun_labels_name_ranks_in_every_window_of_a_file_that_starts_with_them(
     path = tmp_path / "slurm-1234.out"
     path.write_text(labelled + traceback + late)
     _age(path)
-    whole = summary(job_diagnose([source_read(path, rules, label=None)], rules, top=5))
-    windowed = summary(
-        job_diagnose([source_read(path, rules, label=None, window_bytes=16384, lookahead_bytes=1024)], rules, top=5)
-    )
-    parts = reading.file_parts(path, 3, window_bytes=16384, lookahead_bytes=1024)
-    joined = reading.readings_join([reading.file_part_read(part, rules, label=None) for part in parts])
+    whole, windowed, joined = _read_three_ways(path, rules, window=16384, lookahead=1024)
     assert whole["facts"]["ranks"] == [0, 1, 2, 3, 4, 5, 6, 7]
     assert windowed == whole
-    assert summary(job_diagnose([joined], rules, top=5)) == whole
+    assert joined == whole
 
 
 def test_a_log_replaced_on_disk_while_it_is_read_is_read_from_the_file_first_opened(rules, tmp_path, monkeypatch):
