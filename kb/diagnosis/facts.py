@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kb.diagnosis.scanning import TextScanner, required_literals
-from kb.diagnosis.text import BRACKET_PREFIX, SRUN_LABEL_PREFIX, TAG_OUTPUT_PREFIX, LineLocator
+from kb.diagnosis.text import BRACKET_PREFIX, SRUN_LABEL, SRUN_LABEL_PREFIX, TAG_OUTPUT_PREFIX, LineLocator
 
 
 # Fact names the engine computes itself; signature named groups may not reuse them.
@@ -88,7 +88,7 @@ FACT_RULES: tuple[Pattern, ...] = (
     # mpirun --tag-output, srun --label, deepspeed's "host: ", a bracketed timestamp)
     _rule(
         "hosts",
-        rf"^(?:\[[^\]\n]{{1,40}}\] |{BRACKET_PREFIX} ?|[\w.-]{{1,64}}: )?([A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] NCCL",
+        rf"^(?:\[[^\]\n]{{1,40}}\] |{BRACKET_PREFIX} ?|{SRUN_LABEL}|[\w.-]{{1,64}}: )?([A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] NCCL",
         "set",
     ),
     _rule("world_size", r"\bnranks (\d+)", "max"),

@@ -188,10 +188,17 @@ def _bracket_prefixes(rank: str) -> tuple[str, str]:
     return rf"\[(?:default|rank){rank}\]:", rf"\[{_NUMBER},{rank}\]<std(?:out|err)>:"
 
 
+def _srun_label(rank: str) -> str:
+    """srun --label's "%*d: ": the task id right-aligned to the widest one's digits (" 3: " among 16 tasks), after
+    "P<component> " in a heterogeneous job (Slurm, src/common/write_labelled_message.c)."""
+    return rf"(?:P{_NUMBER} )? *{rank}: "
+
+
 TORCHRUN_PREFIX, TAG_OUTPUT_PREFIX = _bracket_prefixes(rf"({_NUMBER})")
-# The same two prefixes capturing nothing, for a pattern whose own group is what it reads (a host name).
+# The same prefixes capturing nothing, for a pattern whose own group is what it reads (a host name).
 BRACKET_PREFIX = "(?:{}|{})".format(*_bracket_prefixes(_NUMBER))
-SRUN_LABEL_PREFIX = r"^(\d{1,5}): "
+SRUN_LABEL = _srun_label(_NUMBER)
+SRUN_LABEL_PREFIX = "^" + _srun_label(rf"({_NUMBER})")
 _RANK_PREFIX_RE = re.compile(f"{TORCHRUN_PREFIX}|{TAG_OUTPUT_PREFIX}|{SRUN_LABEL_PREFIX}")
 
 
@@ -209,7 +216,8 @@ def rank_prefix_split(line: str) -> tuple[str, int | None]:
 # (stack dumps' thread and process lines, the debug server's sections, tables and errors, a JSON object), whose widest
 # lines are whole lines of their own.
 _LINE_START_RE = re.compile(
-    r"\s*(?:\[|\d{1,5}: \S|[\w.-]{1,64}: (?:\[|\d{4}-\d\d-\d\d)|\d{4}-\d\d-\d\d|[EWIF]\d{4} |[A-Za-z0-9_.-]{1,64}:\d+:\d+ \[|Traceback|File \"|#\d"
+    rf"\s*(?:\[|{SRUN_LABEL}\S|[\w.-]{{1,64}}: (?:\[|\d{{4}}-\d\d-\d\d)|\d{{4}}-\d\d-\d\d|[EWIF]\d{{4}} "
+    r"|[A-Za-z0-9_.-]{1,64}:\d+:\d+ \[|Traceback|File \"|#\d"
     r"|frame #\d|Exception raised from|terminate called|what\(\)|[A-Z]\w{2,40}(?:Error|Exception|Warning):"
     r"|=== |--- |Error: \d|\{(?:\"|$)|Process \d+: |Python v\d|(?:Current thread|Thread) (?:0x|\d))"
 )

@@ -285,7 +285,9 @@ def test_crlf_is_found_with_and_without_hyperscan(monkeypatch):
     assert log_decode(b"bar 10%\rbar 20%\n") == "bar 10% bar 20%\n"
 
 
-@pytest.mark.parametrize("prefix", ["", "[default3]:", "[rank3]:", "[1,3]<stderr>:", "worker-1: ", "[2024-05-01 03:00:00] "])
+@pytest.mark.parametrize(
+    "prefix", ["", "[default3]:", "[rank3]:", "[1,3]<stderr>:", "3: ", " 3: ", "P1  3: ", "worker-1: ", "[2024-05-01 03:00:00] "]
+)
 def test_nccl_hosts_are_read_behind_a_launcher_prefix(prefix):
     text = f"{prefix}node-b:4123:4188 [3] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n"
     facts, _ = _text_facts(text)
@@ -348,3 +350,10 @@ def test_the_prefilter_keeps_a_group_that_rules_lines_out():
     sig = _signature(r"consumed samples: \d+ \| iteration \d+")
     assert sig.prefilter == sig.guards
     assert len(sig.prefilter) == 2
+
+
+def test_srun_labels_right_aligned_among_ten_tasks_or_more_name_every_rank():
+    """srun --label pads the task id to the widest one's digits (" 3: " beside "12: ", Slurm's "%*d: ")."""
+    text = "".join(f"{task:>2}: step {step} | loss 1.2{task}\n" for step in range(3) for task in range(16))
+    facts, _ = _text_facts(text)
+    assert facts["ranks"] == list(range(16))
