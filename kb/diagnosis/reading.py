@@ -157,6 +157,7 @@ class FilePart:
 
     path: Path
     spans: tuple[Span, ...]
+    srun_labelled: bool  # told once by the file's start, for every run of it (facts.srun_labelled)
 
 
 def file_parts(
@@ -171,24 +172,21 @@ def file_parts(
         return []
     with path.open("rb") as handle, _mapped(handle) as mapped:
         spans = window_spans(mapped, window_bytes, lookahead_bytes)
+        # The cleaned text the file starts with, as its first window reads it: enough bytes for SRUN_HEAD_CHARS
+        # characters of any encoding, and a few more for a colour code cut at the end.
+        labelled = srun_labelled(log_clean(mapped[: 4 * SRUN_HEAD_CHARS + 64])[0])
     parts = min(parts, len(spans))
-    return [FilePart(path, tuple(spans[len(spans) * k // parts : len(spans) * (k + 1) // parts])) for k in range(parts)]
+    runs = [tuple(spans[len(spans) * k // parts : len(spans) * (k + 1) // parts]) for k in range(parts)]
+    return [FilePart(path, run, labelled) for run in runs]
 
 
 def file_part_read(part: FilePart, rules: Rules, *, label: str | None, deadline: float | None = None) -> FileReading:
     """One run of windows, its lines numbered from the run's first line (readings_join moves them)."""
     freed_memory_kept()
-    reading = FileReading(label=label, srun_labelled=srun_labelled(_file_start_text(part.path)))
+    reading = FileReading(label=label, srun_labelled=part.srun_labelled)
     with part.path.open("rb") as handle:
         _windows_read(_file_windows(handle, list(part.spans)), rules, reading, deadline, False, len(part.spans))
     return reading
-
-
-def _file_start_text(path: Path) -> str:
-    """The cleaned text a file starts with, as its first window reads it: enough bytes for SRUN_HEAD_CHARS characters
-    of any encoding, and a few more for a colour code cut at the end."""
-    with path.open("rb") as handle:
-        return log_clean(os.pread(handle.fileno(), 4 * SRUN_HEAD_CHARS + 64, 0))[0][:SRUN_HEAD_CHARS]
 
 
 def readings_join(parts: list[FileReading]) -> FileReading:
@@ -373,7 +371,7 @@ def window_spans(data: bytes | bytearray | mmap.mmap, window_bytes: int, lookahe
     return spans
 
 
-def _windows_sliced(data: bytes | bytearray | mmap.mmap, spans: list[Span]) -> Iterator[tuple[bytes, int, int, int]]:
+def _windows_sliced(data: bytes | bytearray, spans: list[Span]) -> Iterator[tuple[bytes, int, int, int]]:
     """The windows of `spans` cut out of bytes in memory: one copy a window and no concatenation."""
     for behind, start, cut, end in spans:
         yield bytes(data[behind:end]), start - behind, cut - behind, end

@@ -279,19 +279,19 @@ def literals_present(
         return None
     database, ordered, overlap = compiled
     data = memoryview(encoded if encoded is not None else text.encode("utf-8", errors="replace"))
-    count_lines = len(data) >= BACKGROUND_SCAN_BYTES
+    counter = _newline_counter() if len(data) >= BACKGROUND_SCAN_BYTES else None
     count = (len(data) + CHUNK_BYTES - 1) // CHUNK_BYTES or 1
     parts = max(1, min(os.cpu_count() or 1, count // MIN_CHUNKS_A_THREAD))
     bounds = [count * part // parts for part in range(parts + 1)]
     runs = [(bounds[part], bounds[part + 1]) for part in range(parts)]
     if parts == 1:
-        found = [_chunks_scan(database, ordered, overlap, data, runs[0], None, count_lines)]
+        found = [_chunks_scan(database, ordered, overlap, data, runs[0], None, counter)]
     else:
         scratches = [hyperscan.Scratch(database) for _ in runs]
         with ThreadPoolExecutor(max_workers=parts) as pool:
             found = list(
                 pool.map(
-                    lambda run, scratch: _chunks_scan(database, ordered, overlap, data, run, scratch, count_lines),
+                    lambda run, scratch: _chunks_scan(database, ordered, overlap, data, run, scratch, counter),
                     runs,
                     scratches,
                 )
@@ -303,7 +303,7 @@ def literals_present(
             first_end.setdefault(literal, end)
         for literal, indexes in part_chunks.items():
             chunks.setdefault(literal, []).extend(indexes)
-    newlines = [count for _, _, part_newlines in found for count in part_newlines] if count_lines else None
+    newlines = [count for _, _, part_newlines in found for count in part_newlines] if counter is not None else None
     return Presence(first_end, chunks, newlines, assumed, count)
 
 
@@ -342,16 +342,16 @@ def _chunks_scan(
     data: memoryview,
     run: tuple[int, int],
     scratch,
-    count_lines: bool,
+    counter: Callable[[memoryview], int] | None,
 ) -> tuple[dict[Literal, int], dict[Literal, list[int]], list[int]]:
-    """The chunks first..last-1 of `data`: each literal's first end offset and the chunks it ends in, and (with
-    `count_lines`) each chunk's line breaks."""
+    """The chunks first..last-1 of `data`: each literal's first end offset and the chunks it ends in, and (with a
+    `counter`) each chunk's line breaks."""
     first_end: dict[Literal, int] = {}
     chunks: dict[Literal, list[int]] = {}
     newlines: list[int] = []
     for chunk in range(*run):
-        if count_lines:
-            newlines.append(_newline_counter()(data[chunk * CHUNK_BYTES : (chunk + 1) * CHUNK_BYTES]))
+        if counter is not None:
+            newlines.append(counter(data[chunk * CHUNK_BYTES : (chunk + 1) * CHUNK_BYTES]))
         begin = max(0, chunk * CHUNK_BYTES - overlap)
 
         def on_match(index: int, start: int, end: int, flags: int, context: object) -> None:
@@ -405,8 +405,9 @@ def scanning_prepare(literals: Iterable[Literal]) -> None:
 def presence_started(
     encoded: bytes | bytearray | memoryview, literals: Iterable[Literal], assumed: frozenset[Literal] = frozenset()
 ) -> Future[Presence | None]:
-    """`literals_present` over `encoded` (`assumed`: taken to be in every chunk), begun now in a thread of its own when the input is large, so that
-    the caller's decoding and line counting (which hold the GIL) run while Hyperscan scans (which does not).
+    """`literals_present` over `encoded` (`assumed`: taken to be in every chunk), begun now in a thread of its own
+    when the input is large, so that the caller's decoding and line counting (which hold the GIL) run while Hyperscan
+    scans (which does not).
 
     A thread per call, not a pool kept by the module: the engine forks worker processes for a job's files, and a
     pool inherited through a fork believes it still has its idle thread, so work given to it in the child waits

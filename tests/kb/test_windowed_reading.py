@@ -372,12 +372,13 @@ def _read_three_ways(path: Path, rules, *, window: int, lookahead: int) -> tuple
 
 def test_srun_labels_name_ranks_in_every_window_of_a_file_that_starts_with_them(rules, tmp_path, monkeypatch):
     """srun --label is told by a file's start; a later window that starts in a stretch without labels (a traceback
-    printed unlabelled) still counts the labelled lines after it, in one pass and in runs read apart."""
+    printed unlabelled) still counts the labelled lines after it, in one pass and in runs read apart (the last of three
+    runs starts in the traceback)."""
     from kb.diagnosis import reading
 
     monkeypatch.setattr(reading, "REPAIR_LIMIT", 0)
     labelled = "".join(f"{rank}: [I ProcessGroupNCCL.cpp:1000] [Rank {rank}] step {n}\n" for n in range(500) for rank in range(4))
-    traceback = "".join(f'  File "/opt/train.py", line {n}, in step\n    loss.backward()\n' for n in range(400))
+    traceback = "".join(f'  File "/opt/train.py", line {n}, in step\n    loss.backward()\n' for n in range(2000))
     late = "".join(f"{rank}: [I ProcessGroupNCCL.cpp:1000] [Rank {rank}] step 41\n" for rank in (4, 5, 6, 7))
     path = tmp_path / "slurm-1234.out"
     path.write_text(labelled + traceback + late)
