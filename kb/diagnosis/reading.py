@@ -38,7 +38,7 @@ from kb.diagnosis.facts import (
 )
 from kb.diagnosis.heap import freed_memory_kept
 from kb.diagnosis.rules import Rules
-from kb.diagnosis.scanning import Literal, Presence, TextScanner, literals_to_assume, presence_started
+from kb.diagnosis.scanning import NO_PLAN, Presence, ScanPlan, TextScanner, presence_started, scan_plan
 from kb.diagnosis.signatures import MAX_COUNTED_LINES, signature_hits
 from kb.diagnosis.stacks import Stack, stacks_extract
 from kb.diagnosis.timeouts import TimeoutSeen, timeouts_extract, timeouts_merge
@@ -254,10 +254,10 @@ def _windows_read(
     repair: bool,
     count: int | None = None,
 ) -> None:
-    """Read windows one after another; with their `count` known (cut in advance), the literal pass may leave out of
-    the later ones what the first found in every chunk (scanning.literals_to_assume)."""
+    """Read windows one after another; with their `count` known (cut in advance), the literal pass may look at the
+    later ones as the first one showed it pays (scanning.scan_plan)."""
     base_line = 0
-    assumed: frozenset[Literal] = frozenset()
+    plan = NO_PLAN
     for index, (window, core_start, core, size) in enumerate(windows):
         if reading.bytes == 0 and size <= REPAIR_LIMIT and core == len(window) and repair:
             _window_read(
@@ -274,10 +274,10 @@ def _windows_read(
                 core_end=core,
                 deadline=deadline,
                 repair=False,
-                assumed=assumed,
+                plan=plan,
             )
             if index == 0 and count is not None:
-                assumed = literals_to_assume(presence, window, count - 1)
+                plan = scan_plan(presence, window, count - 1, rules.literals)
         reading.bytes += core - core_start
         if reading.partial:
             break
@@ -414,11 +414,11 @@ def _window_read(
     core_end: int | None,
     deadline: float | None,
     repair: bool,
-    assumed: frozenset[Literal] = frozenset(),
+    plan: ScanPlan = NO_PLAN,
 ) -> tuple[int, Presence | None]:
     """Read one window into `reading`; returns the line number its own part ends at, and what the literal pass
     found. Only what starts in the window's own part counts; the look-behind and look-ahead are context.
-    `assumed`: literals the pass takes to be present without looking (see _windows_read)."""
+    `plan`: how the literal pass looks at it (see _windows_read)."""
     presence = None
     if isinstance(data, str) or repair:
         text, encoded = log_clean(data)
@@ -427,7 +427,7 @@ def _window_read(
         # lines counted. Invalid UTF-8 decodes to U+FFFD without touching the characters around it, so every
         # literal is in the bytes exactly when it is in the text; byte offsets are used only for ASCII text.
         cleaned = bytes_clean(data)
-        presence = presence_started(cleaned, rules.literals, assumed)
+        presence = presence_started(cleaned, rules.literals, plan)
         text, encoded = cleaned_decode(cleaned)
     if core_end is not None:
         start, limit = _boundaries(data, text, core_start, core_end)

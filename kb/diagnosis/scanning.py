@@ -166,11 +166,12 @@ Literal = tuple[str, bool]  # (text, ignorecase)
 _LOADED: dict[frozenset[Literal], tuple] = {}
 
 
-def _literal_database(literals: frozenset[Literal]):
-    """A Hyperscan database over every literal (compiled once per content revision, or loaded), or None."""
+def _literal_database(literals: frozenset[Literal], prefixes: frozenset[tuple[Literal, str]] = frozenset()):
+    """A Hyperscan database over every literal (compiled once per content revision, or loaded), or None.
+    `prefixes`: literals looked for by a prefix of theirs (see ScanPlan)."""
     if hyperscan is None or not literals:
         return None
-    return _LOADED.get(literals) or _literal_database_compile(literals)
+    return (None if prefixes else _LOADED.get(literals)) or _literal_database_compile(literals, prefixes)
 
 
 def literal_database_dump(literals: Iterable[Literal]) -> bytes | None:
@@ -204,12 +205,13 @@ def _literals_digest(literals: Iterable[Literal]) -> bytes:
 
 
 @functools.lru_cache(maxsize=8)
-def _literal_database_compile(literals: frozenset[Literal]):
+def _literal_database_compile(literals: frozenset[Literal], prefixes: frozenset[tuple[Literal, str]] = frozenset()):
     ordered = sorted(literals)
+    scanned = dict(prefixes)
     try:
         database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         database.compile(
-            expressions=[re.escape(text).encode("utf-8") for text, _ in ordered],
+            expressions=[re.escape(scanned.get(literal, literal[0])).encode("utf-8") for literal in ordered],
             ids=list(range(len(ordered))),
             elements=len(ordered),
             flags=[
@@ -233,6 +235,23 @@ MIN_CHUNKS_A_THREAD = 8  # below 8 chunks a second scanning thread costs more th
 BACKGROUND_SCAN_BYTES = 8 * 1024 * 1024
 
 
+@dataclass(frozen=True)
+class ScanPlan:
+    """How the pass looks at a run's later windows (see scan_plan). Both parts only send searches to chunks that may
+    not hold a literal, and a search finds only what is there, so the answers stay exact.
+
+    `assumed`: literals not looked for, taken to be in every chunk (a rank prefix on every line).
+    `prefixes`: literals looked for by a prefix of theirs, where the log is full of the literal's last bytes and not of
+    the prefix's ('validation loss at ite' for 'validation loss at iteration ' among Megatron's progress lines, which
+    say 'iteration' twice): Hyperscan stops to check every place a literal's last bytes occur."""
+
+    assumed: frozenset[Literal] = frozenset()
+    prefixes: frozenset[tuple[Literal, str]] = frozenset()
+
+
+NO_PLAN = ScanPlan()  # every literal looked for by its whole text
+
+
 @dataclass
 class Presence:
     """Which literals occur, and in which chunks of CHUNK_BYTES bytes (by where an occurrence ends); for a large
@@ -241,10 +260,12 @@ class Presence:
     first_end: dict[Literal, int]
     chunks: dict[Literal, list[int]]
     newlines: list[int] | None = None
-    # Literals the pass did not look for, taken to be in every chunk (see literals_to_assume). Taking a literal to be
-    # present only sends searches to chunks that may not hold it, and a search finds only what is there.
+    # Literals the pass did not look for, taken to be in every chunk (ScanPlan.assumed).
     assumed: frozenset[Literal] = frozenset()
     chunk_count: int = 0
+    # Literals the pass looked for by a prefix (ScanPlan.prefixes): for them, first_end and chunks tell where the prefix
+    # ends, so they may be absent where they are listed (never the other way round).
+    prefixed: frozenset[Literal] = frozenset()
 
     def __contains__(self, literal: Literal) -> bool:
         return literal in self.first_end or literal in self.assumed
@@ -260,21 +281,23 @@ def literals_present(
     *,
     use_hyperscan: bool = True,
     encoded: bytes | None = None,
-    assumed: frozenset[Literal] = frozenset(),
+    plan: ScanPlan = NO_PLAN,
 ) -> Presence | None:
     """Which of `literals` occur in `text`, each with the byte offset where its first occurrence ends and the
-    chunks it occurs in, in one pass; None when no fast engine is available. `assumed`: literals not looked for,
-    taken to be in every chunk.
+    chunks it occurs in, in one pass; None when no fast engine is available. `plan`: literals not looked for, or
+    looked for by a prefix (ScanPlan).
 
     The text is scanned chunk by chunk, each chunk with a look-behind of the longest literal, so an
     occurrence is reported in the chunk where it ends. A literal printed once at start-up then costs one
     chunk's search afterwards, not a sweep to the end of a 50 MB log. Hyperscan lets go of the GIL while it
     scans, so a large text is cut into one run of chunks per core, each scanned in a thread of its own."""
     literals = frozenset(literals)
-    assumed &= literals
+    assumed = plan.assumed & literals
     if assumed == literals:  # nothing left to look for: look for everything
         assumed = frozenset()
-    compiled = _literal_database(literals - assumed) if use_hyperscan else None
+    looked_for = literals - assumed
+    prefixes = frozenset((literal, prefix) for literal, prefix in plan.prefixes if literal in looked_for)
+    compiled = _literal_database(literals - assumed, prefixes) if use_hyperscan else None
     if compiled is None:
         return None
     database, ordered, overlap = compiled
@@ -304,35 +327,71 @@ def literals_present(
         for literal, indexes in part_chunks.items():
             chunks.setdefault(literal, []).extend(indexes)
     newlines = [count for _, _, part_newlines in found for count in part_newlines] if counter is not None else None
-    return Presence(first_end, chunks, newlines, assumed, count)
+    return Presence(first_end, chunks, newlines, assumed, count, frozenset(literal for literal, _ in prefixes))
 
 
-# Leaving literals out of the pass pays when confirming their occurrences over the windows still to read costs more
-# than compiling a database without them. Measured on the development machine: a 16 MB window of the bench's Megatron
-# log took 22.3 ms with its 75 literals found in every chunk (64 rank prefixes, 'iteration', ' | consumed samples:',
-# NCCL channel lines: about 650,000 occurrences) and 15.0 ms without them, about 11 ns an occurrence; compiling the
-# 1,700 other literals took 25-27 ms.
+# A plan pays when the checks it saves over the windows still to read cost more than compiling its database. Measured
+# on the development machine: a 16 MB window of the bench's Megatron log took 22.3 ms with its 75 literals found in
+# every chunk (64 rank prefixes, 'iteration', ' | consumed samples:', NCCL channel lines: about 650,000 occurrences)
+# and 15.0 ms without them, about 11 ns an occurrence; compiling the 1,700 other literals took 25-27 ms. The places
+# where a literal's last bytes occur cost about as much: 'validation loss at iteration ' and 'saving checkpoint at
+# iteration' took about 2 ms each of that window, whose lines say 'iteration' twice (175,000 times); looking for ten
+# such literals by prefixes took the pass from 8.7 to 6.7 ms (two threads).
 CONFIRM_SECONDS = 11e-9
 COMPILE_SECONDS = 0.027
 SAMPLE_BYTES = 64 * 1024  # the stretch of a window whose occurrences are counted to estimate the window's
+# A literal's last TAIL_BYTES bytes are common when they occur in the first TAIL_SAMPLE_BYTES of the sample: rarer
+# ones cost under 11 ns x 1,000 a window. Building the set of a sample's 5-byte strings takes 3 ms on 16 KB.
+TAIL_BYTES = 5
+TAIL_SAMPLE_BYTES = 16 * 1024
+PREFIX_MIN_BYTES = 8  # a prefix shorter than this could be anywhere: every search for the literal would go everywhere
 
 
-def literals_to_assume(presence: Presence | None, data: bytes | bytearray | memoryview, windows_left: int) -> frozenset[Literal]:
-    """What the pass can leave out of a run's later windows: the literals found in every chunk of this window (a
-    rank prefix on every line, a progress line's words), taken to be in every chunk of the next ones, when they
-    occur often enough that the time saved outweighs the compile. The answers stay exact (see Presence.assumed);
-    the ranks a window shows may include a prefix it lacks, which an earlier window of the same run showed."""
+def scan_plan(
+    presence: Presence | None, data: bytes | bytearray | memoryview, windows_left: int, literals: Iterable[Literal]
+) -> ScanPlan:
+    """How the pass can look at a run's later windows, from what it found in this one, when the checks saved
+    outweigh the compile (ScanPlan): the literals found in every chunk (a rank prefix on every line, a progress
+    line's words) taken as present in every chunk of the next windows, and literals whose last bytes are common in
+    this window but not a prefix's looked for by that prefix. The ranks a window shows may include a prefix it
+    lacks, which an earlier window of the same run showed (TextScanner.present_among)."""
     if presence is None or windows_left < 1 or len(data) == 0:
-        return frozenset()
-    saturated = presence.saturated()
-    if not saturated:
-        return frozenset()
+        return NO_PLAN
     middle = max(0, len(data) // 2 - SAMPLE_BYTES // 2)
     sample = bytes(data[middle : middle + SAMPLE_BYTES])
+    scale = len(data) / len(sample) * CONFIRM_SECONDS * windows_left
+    saturated = presence.saturated()
     lowered = sample.lower() if any(ignorecase for _, ignorecase in saturated) else sample
-    occurrences = sum((lowered if ignorecase else sample).count(text.encode()) for text, ignorecase in saturated)
-    saved = occurrences * len(data) / len(sample) * CONFIRM_SECONDS * windows_left
-    return saturated if saved > COMPILE_SECONDS else frozenset()
+    saved = sum((lowered if ignorecase else sample).count(text.encode()) for text, ignorecase in saturated) * scale
+    prefixes, prefix_saved = _prefixes(frozenset(literals) - saturated, sample)
+    if saved + prefix_saved * scale <= COMPILE_SECONDS:
+        return NO_PLAN
+    return ScanPlan(saturated, prefixes)
+
+
+def _prefixes(literals: frozenset[Literal], sample: bytes) -> tuple[frozenset[tuple[Literal, str]], int]:
+    """The literals of the pass whose last TAIL_BYTES bytes are common in the sample, each with its longest prefix
+    that is absent from the sample and ends in bytes that are not common; and how many checks of the sample the
+    prefixes save. Case-blind literals keep their whole text."""
+    head = sample[:TAIL_SAMPLE_BYTES]
+    common = {head[i : i + TAIL_BYTES] for i in range(len(head) - TAIL_BYTES + 1)}
+    chosen: list[tuple[Literal, str]] = []
+    tails: set[bytes] = set()  # Hyperscan checks a place once for all the literals ending there
+    for literal in literals:
+        text, ignorecase = literal
+        encoded = text.encode()
+        if ignorecase or len(encoded) <= PREFIX_MIN_BYTES or encoded[-TAIL_BYTES:] not in common:
+            continue
+        for end in range(len(encoded) - 1, PREFIX_MIN_BYTES - 1, -1):
+            prefix = encoded[:end]
+            if prefix[-TAIL_BYTES:] not in common and prefix not in sample:
+                try:
+                    chosen.append((literal, prefix.decode()))
+                except UnicodeDecodeError:  # cut inside a character: a shorter prefix will do
+                    continue
+                tails.add(encoded[-TAIL_BYTES:])
+                break
+    return frozenset(chosen), sum(sample.count(tail) for tail in tails)
 
 
 def _chunks_scan(
@@ -403,9 +462,9 @@ def scanning_prepare(literals: Iterable[Literal]) -> None:
 
 
 def presence_started(
-    encoded: bytes | bytearray | memoryview, literals: Iterable[Literal], assumed: frozenset[Literal] = frozenset()
+    encoded: bytes | bytearray | memoryview, literals: Iterable[Literal], plan: ScanPlan = NO_PLAN
 ) -> Future[Presence | None]:
-    """`literals_present` over `encoded` (`assumed`: taken to be in every chunk), begun now in a thread of its own
+    """`literals_present` over `encoded` (as `plan` says), begun now in a thread of its own
     when the input is large, so that the caller's decoding and line counting (which hold the GIL) run while Hyperscan
     scans (which does not).
 
@@ -414,12 +473,12 @@ def presence_started(
     forever."""
     done: Future[Presence | None] = Future()
     if len(encoded) < BACKGROUND_SCAN_BYTES or hyperscan is None:
-        done.set_result(literals_present("", literals, encoded=encoded, assumed=assumed))
+        done.set_result(literals_present("", literals, encoded=encoded, plan=plan))
         return done
 
     def scan() -> None:
         try:
-            done.set_result(literals_present("", literals, encoded=encoded, assumed=assumed))
+            done.set_result(literals_present("", literals, encoded=encoded, plan=plan))
         except BaseException as err:  # handed to whoever waits on the result
             done.set_exception(err)
 
@@ -546,10 +605,16 @@ class TextScanner:
     def present_among(self, literals: Iterable[str]) -> set[str] | None:
         """Which of these (case-sensitive) literals occur, when the one-pass check ran; else None. A literal taken to
         be present in a run's later windows (Presence.assumed) is counted in: a caller either confirms in the text or,
-        like the rank prefixes, joins the answer with the earlier windows', where it was found."""
+        like the rank prefixes, joins the answer with the earlier windows', where it was found. One looked for by a
+        prefix (Presence.prefixed) is looked for in the text."""
         if self._present is None:
             return None
-        return {lit for lit in literals if (lit, False) in self._present}
+        prefixed = self._present.prefixed
+        return {
+            lit
+            for lit in literals
+            if (lit, False) in self._present and ((lit, False) not in prefixed or next(self.lines_with(lit), None) is not None)
+        }
 
     def can_match(self, groups: tuple[tuple[str, ...], ...], ignorecase: bool = False) -> bool:
         """False when some required literal group has no literal in the text (known only with Hyperscan)."""

@@ -285,29 +285,35 @@ def test_a_worker_killed_mid_read_leaves_the_files_to_be_read_in_the_command_its
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=[e.id for e in ENTRIES])
-def test_literals_taken_as_present_in_a_runs_later_windows_change_nothing(entry, rules, tmp_path, monkeypatch):
-    """The pass may leave out of a run's later windows what its first window found in every chunk, taking it to be
-    present: that only sends searches where it may not be. On every fixture, in windows of 2 KB whose later ones take
-    every literal the first one found (far more than scanning.literals_to_assume ever gives), the reading is the whole
-    read's."""
+def test_a_runs_later_windows_scanned_by_a_plan_read_as_the_whole_file(entry, rules, tmp_path, monkeypatch):
+    """The pass may look at a run's later windows by a plan (scanning.scan_plan): literals taken as present, others
+    looked for by a prefix. Both only send searches where a literal may not be. On every fixture, in windows of 2 KB
+    whose later ones take every literal the first one found as present and look for every other by its first two
+    characters (far more than scan_plan ever gives), the reading is the whole read's."""
     from kb.diagnosis import reading
+    from kb.diagnosis.scanning import NO_PLAN, ScanPlan
 
     monkeypatch.setattr(reading, "REPAIR_LIMIT", 0)  # read from the mapping, as a large log is
     path = tmp_path / "job.log"
     path.write_bytes(entry.path.read_bytes())
     _age(path)
     whole = source_read(path, rules, label=None)
-    taken: list[frozenset] = []
+    plans: list[ScanPlan] = []
     original = reading.presence_started
     monkeypatch.setattr(
-        reading, "presence_started", lambda data, literals, assumed: taken.append(assumed) or original(data, literals, assumed)
+        reading, "presence_started", lambda data, literals, plan: plans.append(plan) or original(data, literals, plan)
     )
-    monkeypatch.setattr(
-        reading, "literals_to_assume", lambda presence, data, left: frozenset(presence.first_end) if presence else frozenset()
-    )
+
+    def widest(presence, data, left, literals):
+        if presence is None:
+            return NO_PLAN
+        found = frozenset(presence.first_end)
+        return ScanPlan(found, frozenset((literal, literal[0][:2]) for literal in literals if literal not in found))
+
+    monkeypatch.setattr(reading, "scan_plan", widest)
     windowed = source_read(path, rules, label=None, window_bytes=2048, lookahead_bytes=32768)
     assert summary(job_diagnose([windowed], rules, top=5)) == summary(job_diagnose([whole], rules, top=5))
-    assert len(taken) < 3 or any(taken[1:])  # a file of three windows or more took some literal as present
+    assert len(plans) < 3 or plans[-1].prefixes  # a file of three windows or more looked for literals by prefixes
 
 
 def _presence_of(literals: dict[str, list[int]], chunk_count: int):
@@ -320,23 +326,58 @@ def _presence_of(literals: dict[str, list[int]], chunk_count: int):
     )
 
 
+MEGATRON_LINE = b"[rank3]: iteration 10/ 100 | consumed samples: 640 | elapsed time per iteration (ms): 812.5 | lm loss 1.5\n"
+
+
 def test_the_pass_leaves_out_literals_on_every_line_when_the_windows_left_repay_the_compile():
     """A Megatron log: a rank prefix and the progress line's words in every chunk, on every line."""
-    from kb.diagnosis.scanning import literals_to_assume
+    from kb.diagnosis.scanning import NO_PLAN, scan_plan
 
-    window = b"[rank3]: iteration 10/ 100 | consumed samples: 640 | loss 1.5\n" * 100_000
+    window = MEGATRON_LINE * 100_000
     presence = _presence_of({"[rank3]:": [0, 1, 2], " | consumed samples:": [0, 1, 2], "Watchdog caught": [1]}, 3)
-    assert literals_to_assume(presence, window, 18) == {("[rank3]:", False), (" | consumed samples:", False)}
-    assert literals_to_assume(presence, window, 0) == frozenset()  # the last window: nothing left to save on
+    literals = [("[rank3]:", False), (" | consumed samples:", False), ("Watchdog caught", False)]
+    assert scan_plan(presence, window, 18, literals).assumed == {("[rank3]:", False), (" | consumed samples:", False)}
+    assert scan_plan(presence, window, 0, literals) is NO_PLAN  # the last window: nothing left to save on
 
 
 def test_the_pass_keeps_literals_in_every_chunk_that_are_too_rare_to_repay_the_compile():
     """A torchrun console log: a loss line now and then among progress bars, in every chunk but seldom."""
-    from kb.diagnosis.scanning import literals_to_assume
+    from kb.diagnosis.scanning import NO_PLAN, scan_plan
 
     window = (b"Map:  45%|####5     | 4500/10000 [00:01<00:02, 3000.00 examples/s]\r" * 200 + b"{'loss': 1.2}\n") * 1200
     presence = _presence_of({"{'loss': ": [0, 1, 2]}, 3)
-    assert literals_to_assume(presence, window, 18) == frozenset()
+    assert scan_plan(presence, window, 18, [("{'loss': ", False), ("validation loss at iteration ", False)]) is NO_PLAN
+
+
+def test_a_literal_ending_in_words_on_every_line_is_looked_for_by_a_prefix_that_ends_in_rarer_ones():
+    """Megatron says 'iteration' twice a line: Hyperscan would stop at each to check 'validation loss at iteration '.
+    Its longest prefix whose last bytes the log lacks is looked for instead; a literal ending in rare bytes keeps its
+    whole text."""
+    from kb.diagnosis.scanning import scan_plan
+
+    window = MEGATRON_LINE * 100_000
+    presence = _presence_of({"[rank3]:": [0, 1, 2]}, 3)
+    literals = [("[rank3]:", False), ("validation loss at iteration ", False), ("Watchdog caught collective", False)]
+    plan = scan_plan(presence, window, 18, literals)
+    assert plan.prefixes == {(("validation loss at iteration ", False), "validation loss at ite")}
+
+
+def test_a_literal_looked_for_by_a_prefix_is_present_only_where_the_text_holds_it():
+    """The pass's map says where the prefix ends: the scanner confirms the literal itself before calling it present."""
+    from concurrent.futures import Future
+
+    from kb.diagnosis.scanning import ScanPlan, TextScanner, literals_present
+
+    text = "[rank0]: validation loss at itemised step\n" * 4
+    literals = [("validation loss at iteration ", False), ("[rank0]:", False)]
+    plan = ScanPlan(prefixes=frozenset({(("validation loss at iteration ", False), "validation loss at ite")}))
+    presence = literals_present(text, literals, plan=plan)
+    assert ("validation loss at iteration ", False) in presence  # the prefix occurs
+    passed: Future = Future()
+    passed.set_result(presence)
+    scanner = TextScanner(text, literals, encoded=text.encode(), presence=passed)
+    assert scanner.present_among(["validation loss at iteration ", "[rank0]:"]) == {"[rank0]:"}
+    assert list(scanner.lines_with("validation loss at iteration ")) == []
 
 
 def test_a_set_fact_reads_the_same_first_lines_of_a_file_however_it_is_cut(rules, tmp_path, monkeypatch):
