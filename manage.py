@@ -7,11 +7,6 @@ import sys
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    if sys.argv[1:2] in (["diagnose"], ["bench"]):  # they read large logs (config/hugepages.py says why)
-        from config.hugepages import large_input_named, restart_with_huge_pages
-
-        if sys.argv[1] == "bench" or large_input_named(sys.argv[2:]):
-            restart_with_huge_pages()
     if sys.argv[1:2] == ["diagnose"]:  # answered without starting Django when it can be (kb/cli.py)
         from kb.cli import fast_main
 

@@ -32,7 +32,7 @@ from kb.benchmark import (
     process_status_kb,
     wrk_summary,
 )
-from config.hugepages import environ_as_the_user_started, environ_with_huge_pages
+from config.hugepages import environ_with_huge_pages
 from config.memory import memory_available_bytes
 from config.serve import worker_budget_bytes, workers_plan
 from kb.diagnose import diagnosis_run, rules_current
@@ -182,7 +182,6 @@ class Command(BaseCommand):
             subprocess.run(
                 [sys.executable, "manage.py", "diagnose", str(path)],
                 cwd=settings.BASE_DIR,
-                env=environ_as_the_user_started(os.environ),
                 capture_output=True,
                 check=True,
             )
@@ -269,7 +268,6 @@ def _command_run(command: list[str]) -> tuple[float, int, int]:
     child = subprocess.Popen(
         command,
         cwd=settings.BASE_DIR,
-        env=environ_as_the_user_started(os.environ),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
