@@ -39,7 +39,7 @@ from kb.diagnosis.reading import (
     source_read,
 )
 from kb.diagnosis.rules import Rules
-from kb.diagnosis.scanning import counting_in_worker, scanning_prepare
+from kb.diagnosis.scanning import in_parallel_worker, scanning_prepare
 from kb.diagnosis.stacks import Stack, stack_collectives
 from kb.diagnosis.timeouts import TimeoutSeen, timeouts_merge, timeouts_summary
 from kb.diagnosis.rank_groups import rank_groups_build
@@ -181,7 +181,7 @@ _worker_rules: Rules | None = None
 def _worker_init(rules: Rules) -> None:
     global _worker_rules
     _worker_rules = rules
-    counting_in_worker()
+    in_parallel_worker()
 
 
 def _worker_read(task: Path | FilePart, label: str | None, deadline: float | None) -> FileReading:

@@ -229,7 +229,10 @@ def _compiled(database, ordered: list[Literal]) -> tuple:
 
 
 CHUNK_BYTES = 1024 * 1024  # granularity of the presence map: a literal's lines are searched only in chunks holding it
-MIN_CHUNKS_A_THREAD = 8  # below 8 chunks a second scanning thread costs more than it saves
+# Below 8 chunks a second scanning thread costs more than it saves. Even on 16 it costs CPU (a console window: 8.6-9.5
+# ms in two threads, 7.4-7.8 in one) for little time (7.1-7.6 ms against 7.4-7.9): only a process with idle cores
+# beside it takes one.
+MIN_CHUNKS_A_THREAD = 8
 # Below this the pass is too short to be worth running beside the decode. From it on, the pass also counts each chunk's
 # line breaks, so the caller need not count them after its decode (LineLocator).
 BACKGROUND_SCAN_BYTES = 8 * 1024 * 1024
@@ -290,7 +293,8 @@ def literals_present(
     The text is scanned chunk by chunk, each chunk with a look-behind of the longest literal, so an
     occurrence is reported in the chunk where it ends. A literal printed once at start-up then costs one
     chunk's search afterwards, not a sweep to the end of a 50 MB log. Hyperscan lets go of the GIL while it
-    scans, so a large text is cut into one run of chunks per core, each scanned in a thread of its own."""
+    scans, so a large text is cut into one run of chunks per core, each scanned in a thread of its own (not in a
+    parallel read's worker, whose siblings fill the other cores)."""
     literals = frozenset(literals)
     assumed = plan.assumed & literals
     if assumed == literals:  # nothing left to look for: look for everything
@@ -304,7 +308,7 @@ def literals_present(
     data = memoryview(encoded if encoded is not None else text.encode("utf-8", errors="replace"))
     counter = _newline_counter() if len(data) >= BACKGROUND_SCAN_BYTES else None
     count = (len(data) + CHUNK_BYTES - 1) // CHUNK_BYTES or 1
-    parts = max(1, min(os.cpu_count() or 1, count // MIN_CHUNKS_A_THREAD))
+    parts = 1 if _in_parallel_worker else max(1, min(os.cpu_count() or 1, count // MIN_CHUNKS_A_THREAD))
     bounds = [count * part // parts for part in range(parts + 1)]
     runs = [(bounds[part], bounds[part + 1]) for part in range(parts)]
     if parts == 1:
@@ -422,13 +426,14 @@ def _chunks_scan(
     return first_end, chunks, newlines
 
 
-_counting_in_worker = False
+_in_parallel_worker = False
 
 
-def counting_in_worker() -> None:
-    """This process is a worker of a parallel read (see _newline_counter)."""
-    global _counting_in_worker
-    _counting_in_worker = True
+def in_parallel_worker() -> None:
+    """This process is a worker of a parallel read, one of a worker a core: its pass takes no second thread (see
+    literals_present) and counts line breaks without numpy (see _newline_counter)."""
+    global _in_parallel_worker
+    _in_parallel_worker = True
 
 
 def _newline_counter() -> Callable[[memoryview], int]:
@@ -436,7 +441,7 @@ def _newline_counter() -> Callable[[memoryview], int]:
     does not split) counts with numpy, which lets go of the GIL, so the caller decodes meanwhile (50 MB: 66 ms
     against 74-88). The command line's workers fill every core anyway: there the cheapest count wins and numpy's
     import (40-80 ms of start-up, before any worker reads) is never made."""
-    return (None if _counting_in_worker else _numpy_counter()) or newlines_count
+    return (None if _in_parallel_worker else _numpy_counter()) or newlines_count
 
 
 @functools.lru_cache(maxsize=1)
