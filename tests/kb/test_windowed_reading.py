@@ -91,8 +91,8 @@ def test_line_numbers_from_the_line_breaks_the_literal_pass_counted_are_the_text
     assert summary(job_diagnose([in_worker], rules, top=5)) == summary(job_diagnose([own], rules, top=5))
 
 
-def test_a_command_line_worker_scans_in_one_thread(monkeypatch):
-    """Its sibling workers fill the other cores: a second scanning thread would only cost CPU (a 16 MB console window:
+def test_a_command_line_worker_scans_in_its_own_thread(monkeypatch):
+    """Its sibling workers fill the other cores: another scanning thread would only cost CPU (a 16 MB console window:
     8.6-9.5 ms in two threads, 7.4-7.8 in one)."""
     from kb.diagnosis import engine, scanning
 
@@ -101,8 +101,9 @@ def test_a_command_line_worker_scans_in_one_thread(monkeypatch):
     data = b"[rank0]: iteration 10/ 100 | lm loss 1.5\n" * 400_000  # 16 chunks
     threads = []
     monkeypatch.setattr(scanning, "ThreadPoolExecutor", lambda **kw: threads.append(kw) or pytest.fail("a second thread"))
+    monkeypatch.setattr(scanning.threading, "Thread", lambda **kw: threads.append(kw) or pytest.fail("a thread"))
     engine._worker_init(engine._worker_rules)
-    found = scanning.literals_present("", [("lm loss", False)], encoded=data)
+    found = scanning.presence_started(data, [("lm loss", False)]).result(timeout=0)
     assert found.chunks[("lm loss", False)] == list(range(16))
     assert threads == []
 
