@@ -301,7 +301,7 @@ def literals_present(
         assumed = frozenset()
     looked_for = literals - assumed
     prefixes = frozenset((literal, prefix) for literal, prefix in plan.prefixes if literal in looked_for)
-    compiled = _literal_database(literals - assumed, prefixes) if use_hyperscan else None
+    compiled = _literal_database(looked_for, prefixes) if use_hyperscan else None
     if compiled is None:
         return None
     database, ordered, overlap = compiled
