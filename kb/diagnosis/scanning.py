@@ -8,6 +8,7 @@ substring search; most patterns are absent from most logs.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -434,6 +435,19 @@ def in_parallel_worker() -> None:
     literals_present) and counts line breaks without numpy (see _newline_counter)."""
     global _in_parallel_worker
     _in_parallel_worker = True
+
+
+@contextlib.contextmanager
+def parallel_worker() -> Iterator[None]:
+    """The calling process reads as one of a parallel read's workers meanwhile (in_parallel_worker), and as before
+    afterwards. The setting is the process's: another of its threads reading meanwhile reads the same way."""
+    global _in_parallel_worker
+    before = _in_parallel_worker
+    _in_parallel_worker = True
+    try:
+        yield
+    finally:
+        _in_parallel_worker = before
 
 
 def _newline_counter() -> Callable[[memoryview], int]:

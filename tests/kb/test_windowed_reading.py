@@ -291,6 +291,45 @@ def _worker_killed(*args):
     os._exit(9)  # as the kernel's OOM killer ends a process: no exception, no result
 
 
+def test_the_command_reads_the_last_share_of_a_job_itself_as_a_worker_would(rules, tmp_path, monkeypatch):
+    """Its core would otherwise wait for the workers: of six files on two cores, one forked worker reads the first
+    three and the command the last three, with the workers' settings only meanwhile."""
+    from kb.diagnosis import engine, scanning
+    from kb.diagnosis.engine import log_diagnose
+
+    paths = _job_files(tmp_path, 6)
+    for _, path in paths:  # six files of one size: the share is counted in bytes
+        path.write_bytes(paths[0][1].read_bytes())
+    log_file = tmp_path / "readers.txt"
+    original = engine._task_read
+
+    def noted(task, task_rules, label, deadline):
+        with log_file.open("a") as handle:
+            handle.write(f"{os.getpid()} {label} {scanning._in_parallel_worker}\n")
+        return original(task, task_rules, label, deadline)
+
+    monkeypatch.setattr(engine, "_task_read", noted)
+    log_diagnose(paths, rules, workers=2)
+    readers = [line.split() for line in log_file.read_text().splitlines()]
+    mine = sorted(label for pid, label, _ in readers if pid == str(os.getpid()))
+    assert mine == sorted(name for name, _ in paths[3:])
+    assert len({pid for pid, _, _ in readers}) == 2
+    assert all(flag == "True" for _, _, flag in readers)
+    assert scanning._in_parallel_worker is False  # the command reads as before afterwards
+
+
+@pytest.mark.parametrize(
+    ("task_bytes", "readers", "own"),
+    [([300, 300], 2, 1), ([1] * 64, 2, 32), ([1] * 64, 16, 4), ([90, 5, 5], 2, 2), ([5, 5, 90], 2, 1), ([7], 2, 0)],
+)
+def test_the_commands_own_share_is_its_part_of_the_bytes(task_bytes, readers, own):
+    """One task at least and never all: a worker always gets some (the last of the bytes here, by the order of the
+    job's files and of a large file's runs)."""
+    from kb.diagnosis.engine import _own_share
+
+    assert _own_share(task_bytes, readers) == own
+
+
 def test_a_worker_killed_mid_read_leaves_the_files_to_be_read_in_the_command_itself(rules, tmp_path, monkeypatch):
     from kb.diagnosis import engine
     from kb.diagnosis.engine import log_diagnose
