@@ -171,16 +171,14 @@ def _paths_read(
         )
         with parallel_worker():
             mine = [_task_read(task, rules, labels[index], deadline) for index, task in tasks[len(given) :]]
-        readings = [*done, *mine]
-    except BrokenProcessPool:  # a worker was killed (out of memory, a signal): the files are read here instead
-        pool.shutdown(wait=True)
-        return _paths_read_here(rules, paths, labels, deadline)
-    except BaseException:
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    pool.shutdown(wait=False)  # every reading is in: the workers exit meanwhile (4-6 ms)
+        try:
+            theirs = list(done)
+        except BrokenProcessPool:  # a worker was killed (out of memory, a signal): its share is read here instead
+            theirs = [_task_read(task, rules, labels[index], deadline) for index, task in given]
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)  # every reading is in: the workers exit meanwhile (4-6 ms)
     by_file: list[list[FileReading]] = [[] for _ in paths]
-    for (index, _), reading in zip(tasks, readings):
+    for (index, _), reading in zip(tasks, [*theirs, *mine]):
         by_file[index].append(reading)
     return [readings_join(parts) for parts in by_file]
 

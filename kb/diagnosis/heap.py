@@ -30,13 +30,14 @@ def freed_memory_kept() -> bool:
     """Ask the C library to keep freed memory up to REUSE_BYTES (once per process); False where it is not
     glibc or refuses, and then nothing changes but speed."""
     try:
-        mallopt = ctypes.CDLL(None).mallopt  # the C library the interpreter runs on
+        libc = ctypes.CDLL(None)  # the C library the interpreter runs on
+        mallopt = libc.mallopt
     except (OSError, AttributeError, TypeError):  # no C library to ask (Windows), or no mallopt in it (macOS)
         return False
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
     kept = bool(mallopt(_M_MMAP_THRESHOLD, REUSE_BYTES)) and bool(mallopt(_M_TRIM_THRESHOLD, REUSE_BYTES))
     if kept:
-        heap_on_huge_pages(ctypes.CDLL(None))
+        heap_on_huge_pages(libc)
     return kept
 
 

@@ -337,7 +337,13 @@ def test_a_worker_killed_mid_read_leaves_the_files_to_be_read_in_the_command_its
     paths = _job_files(tmp_path, 3)
     serial = log_diagnose(paths, rules, workers=1)
     monkeypatch.setattr(engine, "_worker_read", _worker_killed)
+    read_here: list[Path] = []
+    original = engine.source_read
+    monkeypatch.setattr(
+        engine, "source_read", lambda path, *args, **kwargs: read_here.append(path) or original(path, *args, **kwargs)
+    )
     assert summary(log_diagnose(paths, rules, workers=2)) == summary(serial)
+    assert sorted(read_here) == sorted(path for _, path in paths)  # each once: the command's own share is not read again
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=[e.id for e in ENTRIES])
