@@ -110,7 +110,8 @@ class Command(BaseCommand):
 
     def _page_throughput(self, seconds: int) -> None:
         """One gunicorn (DEBUG off, `make serve`'s worker count, no proxy) on a loopback port; wrk asks for each
-        page in turn for `seconds`, after a warm-up that has every worker compile its templates and open the index."""
+        page for `seconds` in all, in rounds, after a warm-up that has every worker compile its templates and open the
+        index."""
         wrk = shutil.which("wrk")
         if wrk is None:
             self.stdout.write("\npage throughput: skipped, wrk is not installed (`make bench` installs it with apt)")
@@ -121,27 +122,36 @@ class Command(BaseCommand):
             budget_bytes=worker_budget_bytes(max_job_bytes=settings.KB_MAX_JOB_BYTES),
         ).workers
         connections = 2 * workers
+        rounds = max(1, seconds // 2)  # whole seconds: wrk reads its duration as an integer
+        # A warm-up round, then `rounds` measured rounds of the pages in turn, so that a spell when the shared
+        # machine is busier or quieter weighs on every page alike. A page's share of the trivial view's rate is taken
+        # in each round (pages next to each other in time) and the median of those shares is the figure.
+        rates: dict[str, list[float]] = {label: [] for label, _ in PAGES}
+        errors = dict.fromkeys(rates, 0)
         with tempfile.TemporaryDirectory() as tmp, _gunicorn(Path(tmp), workers) as base:
-            rates: dict[str, tuple[float, int]] = {label: (0.0, 0) for label, _ in PAGES}
-            # A warm-up round, then two measured rounds in turn, so a machine that gets busier or quieter during the
-            # run weighs on every page alike; each page's rate is the mean of its two.
-            for round_seconds in (1, seconds / 2, seconds / 2):
+            for measured in [False] + [True] * rounds:
                 for label, path in PAGES:
-                    command = [wrk, "-t1", f"-c{connections}", f"-d{round_seconds:g}s", "--timeout", "10s", base + path]
+                    round_seconds = seconds // rounds if measured else 1
+                    command = [wrk, "-t1", f"-c{connections}", f"-d{round_seconds}s", "--timeout", "10s", base + path]
                     done = subprocess.run(command, capture_output=True, text=True, check=True)
-                    if round_seconds != 1:
-                        rate, errors = wrk_summary(done.stdout)
-                        rates[label] = (rates[label][0] + rate / 2, rates[label][1] + errors)
-        trivial = rates[PAGES[0][0]][0]
+                    if measured:
+                        rate, failed = wrk_summary(done.stdout)
+                        rates[label].append(rate)
+                        errors[label] += failed
+        trivial = rates[PAGES[0][0]]
         self.stdout.write(
             f"\npage throughput, one gunicorn run ({workers} sync workers, DEBUG off, no proxy; wrk: 1 thread, "
-            f"{connections} connections, {seconds} s a page in two turns):"
+            f"{connections} connections; {rounds} rounds of {seconds // rounds} s a page, pages in turn):"
         )
         for label, path in PAGES:
-            rate, errors = rates[label]
-            share = "" if label == PAGES[0][0] else f" = {rate / trivial:.0%} of the trivial view's (target 50%)"
-            failed = f", {errors} failed" if errors else ""
-            self.stdout.write(f"  {label} {path}: {rate:.0f} requests/s{share}{failed}")
+            line = f"  {label} {path}: {statistics.mean(rates[label]):.0f} requests/s"
+            if label != PAGES[0][0]:
+                shares = [rate / base_rate for rate, base_rate in zip(rates[label], trivial)]
+                line += (
+                    f" = {statistics.median(shares):.0%} of the trivial view's (median of the rounds' "
+                    f"{', '.join(f'{share:.0%}' for share in shares)}; target 50%)"
+                )
+            self.stdout.write(line + (f", {errors[label]} failed" if errors[label] else ""))
 
     def _big_run(self, folder: Path, megabytes: int, shape: str, writer: Callable[..., int], runs: int = 3) -> None:
         """The command line on a large log, in its own process: wall time (the best of `runs`, in turns with grep as
@@ -151,19 +161,22 @@ class Command(BaseCommand):
         _hung_for_an_hour(path)
         mb = size / (1024 * 1024)
         command = [sys.executable, "manage.py", "diagnose", str(path), "--json"]
-        seconds = grep_s = float("inf")
+        times: list[float] = []
+        grep_s = float("inf")
         peak_kb = 0
         outcome = "ok"
         for _ in range(runs):
             took, peak, code = _command_run(command)
-            seconds, peak_kb = min(seconds, took), max(peak_kb, peak)
+            times.append(took)
+            peak_kb = max(peak_kb, peak)
             outcome = outcome if code == 0 else f"exit {code}"
             ((grep_took, _),) = best_of(1, lambda: grep_count(path))
             grep_s = min(grep_s, grep_took)
+        seconds = min(times)
         self.stdout.write(
-            f"\ncommand line on a {mb:.0f} MB {shape}: {seconds:.2f} s = {mb / seconds:.0f} MB/s (best of {runs}), "
-            f"peak memory {peak_kb / 1024:.0f} MB with its workers ({outcome}); grep -c {grep_s:.2f} s; "
-            f"ratio {seconds / grep_s:.1f}x (includes start-up)"
+            f"\ncommand line on a {mb:.0f} MB {shape}: {seconds:.2f} s = {mb / seconds:.0f} MB/s (best of "
+            f"{', '.join(f'{took:.2f}' for took in times)} s), peak memory {peak_kb / 1024:.0f} MB with its workers "
+            f"({outcome}); grep -c {grep_s:.2f} s; ratio {seconds / grep_s:.1f}x (includes start-up)"
         )
         path.unlink()
 
