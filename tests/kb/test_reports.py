@@ -11,7 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from kb.models import CaseMatchDay, LineTemplate, Report, Vote
+from kb.models import CaseMatchDay, ContentState, LineTemplate, Report, Vote
 from kb.reports import store
 from kb.reports.redact import clean_text, mask_text, redact_text
 from kb.reports.templates import cluster_lines, draft_pattern, draft_signature, line_template
@@ -232,6 +232,22 @@ def test_case_feedback_counts_the_window_only():
         "steps": [],
         "votes": 0,
     }
+
+
+def test_a_case_view_reads_the_served_revision_with_its_counts_in_one_query(django_assert_num_queries):
+    ContentState.objects.all().delete()
+    ContentState.objects.create(revision="0123abcd4567")
+    CaseMatchDay.objects.create(slug=CASE_SLUG, day=timezone.now().date(), count=2)
+    store.vote_record(target="case", answer="no", ballot="case:1", case_slug=CASE_SLUG)
+    with django_assert_num_queries(1):
+        revision, counts = store.case_page_state(CASE_SLUG)
+    assert revision == "0123abcd4567" == ContentState.loaded_revision()
+    assert counts == store.case_feedback(CASE_SLUG) and (counts["matched"], counts["no"]) == (2, 1)
+
+
+def test_a_database_never_loaded_serves_no_revision_to_a_case_view():
+    ContentState.objects.all().delete()
+    assert store.case_page_state(CASE_SLUG)[0] == "" == ContentState.loaded_revision()
 
 
 def test_curators_page_needs_a_staff_login(client, django_user_model):
