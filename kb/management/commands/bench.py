@@ -153,7 +153,7 @@ class Command(BaseCommand):
                 )
             self.stdout.write(line + (f", {errors[label]} failed" if errors[label] else ""))
 
-    def _big_run(self, folder: Path, megabytes: int, shape: str, writer: Callable[..., int], runs: int = 3) -> None:
+    def _big_run(self, folder: Path, megabytes: int, shape: str, writer: Callable[..., int], runs: int = 5) -> None:
         """The command line on a large log, in its own process: wall time (the best of `runs`, in turns with grep as
         best_of does), peak memory (the highest of the runs), and grep."""
         path = folder / "big.log"
