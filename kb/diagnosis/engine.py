@@ -5,11 +5,7 @@ frame signatures and fact conditions, and explain each match with evidence."""
 from __future__ import annotations
 
 import time
-from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -24,23 +20,19 @@ from kb.diagnosis.facts import (
     rank_state_merge,
 )
 from kb.diagnosis.flight_recorder import FlightRecorderReading, flight_recorder_detect, flight_recorder_read
+from kb.diagnosis.parallel import paths_read
 from kb.diagnosis.reading import (
     MAX_HARMLESS,
     Evidence,
-    FilePart,
     FileReading,
     Harmless,
     Source,
     facts_merge,
-    file_part_read,
-    file_parts,
     per_case_merge,
-    readings_join,
     reading_rank_set,
     source_read,
 )
 from kb.diagnosis.rules import Rules
-from kb.diagnosis.scanning import in_parallel_worker, parallel_worker, scanning_prepare
 from kb.diagnosis.stacks import Stack, stack_collectives
 from kb.diagnosis.timeouts import TimeoutSeen, timeouts_merge, timeouts_summary
 from kb.diagnosis.rank_groups import rank_groups_build
@@ -123,7 +115,7 @@ def log_diagnose(
     sources = [source for source, dump in zip(sources, is_dump) if not dump]
     labels = [name if len(sources) > 1 else None for name, _ in sources]
     if workers > 1 and all(isinstance(data, Path) for _, data in sources):
-        readings = _paths_read(rules, [data for _, data in sources], labels, deadline, workers)
+        readings = paths_read(rules, [data for _, data in sources], labels, deadline, workers)
     else:
         readings = [source_read(data, rules, label=label, deadline=deadline) for (_, data), label in zip(sources, labels)]
     file_ranks: dict[int, int] = {}
@@ -138,85 +130,6 @@ def log_diagnose(
     return job_diagnose(
         readings, rules, top=top, started=started, recorder=recorder, file_ranks=file_ranks, source_ranks=source_ranks
     )
-
-
-def _paths_read(
-    rules: Rules, paths: list[Path], labels: list[str | None], deadline: float | None, workers: int
-) -> list[FileReading]:
-    """A job's files on all cores (the command line: one job's rank or node logs). A file holding a large share of
-    the job's bytes, a single big log most of all, is read as runs of its windows in several processes and joined.
-    The calling process is one of the `workers`: it reads the last share itself rather than wait, so one process
-    fewer is forked and one share's reading is not sent back; and it goes on once it has the readings, while the
-    workers exit."""
-    sizes = [path.stat().st_size for path in paths]
-    total = sum(sizes) or 1
-    tasks: list[tuple[int, Path | FilePart]] = []
-    for index, (path, size) in enumerate(zip(paths, sizes)):
-        parts = file_parts(path, round(workers * size / total))
-        tasks += [(index, part) for part in parts] or [(index, path)]
-    if len(tasks) < 2:
-        return _paths_read_here(rules, paths, labels, deadline)
-    # What every worker needs, made once here and inherited through the fork instead of made in each.
-    scanning_prepare(rules.literals)
-    readers = min(workers, len(tasks))
-    per_file = Counter(index for index, _ in tasks)
-    given = tasks[: len(tasks) - _own_share([sizes[index] / per_file[index] for index, _ in tasks], readers)]
-    pool = ProcessPoolExecutor(
-        max_workers=readers - 1, mp_context=get_context("fork"), initializer=_worker_init, initargs=(rules,)
-    )
-    try:
-        chunk = max(1, len(given) // (4 * (readers - 1)))  # a few round trips per worker, not one per file
-        done = pool.map(
-            _worker_read, [task for _, task in given], [labels[i] for i, _ in given], [deadline] * len(given), chunksize=chunk
-        )
-        with parallel_worker():
-            mine = [_task_read(task, rules, labels[index], deadline) for index, task in tasks[len(given) :]]
-        try:
-            theirs = list(done)
-        except BrokenProcessPool:  # a worker was killed (out of memory, a signal): its share is read here instead
-            theirs = [_task_read(task, rules, labels[index], deadline) for index, task in given]
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)  # every reading is in: the workers exit meanwhile (4-6 ms)
-    by_file: list[list[FileReading]] = [[] for _ in paths]
-    for (index, _), reading in zip(tasks, [*theirs, *mine]):
-        by_file[index].append(reading)
-    return [readings_join(parts) for parts in by_file]
-
-
-def _own_share(task_bytes: list[float], readers: int) -> int:
-    """How many of the last tasks the calling process reads: about its part of the bytes (one of `readers`), never all
-    of them, and of two or more at least one."""
-    target = sum(task_bytes) / readers
-    taken, got = 0, 0.0
-    while taken < len(task_bytes) - 1 and (taken == 0 or got + task_bytes[-taken - 1] / 2 <= target):
-        taken += 1
-        got += task_bytes[-taken]
-    return taken
-
-
-def _paths_read_here(rules: Rules, paths: list[Path], labels: list[str | None], deadline: float | None) -> list[FileReading]:
-    return [source_read(path, rules, label=label, deadline=deadline) for path, label in zip(paths, labels)]
-
-
-_worker_rules: Rules | None = None
-
-
-def _worker_init(rules: Rules) -> None:
-    global _worker_rules
-    _worker_rules = rules
-    in_parallel_worker()
-
-
-def _worker_read(task: Path | FilePart, label: str | None, deadline: float | None) -> FileReading:
-    """One file of a job, or one run of a large file's windows, in a worker process."""
-    assert _worker_rules is not None
-    return _task_read(task, _worker_rules, label, deadline)
-
-
-def _task_read(task: Path | FilePart, rules: Rules, label: str | None, deadline: float | None) -> FileReading:
-    if isinstance(task, FilePart):
-        return file_part_read(task, rules, label=label, deadline=deadline)
-    return source_read(task, rules, label=label, deadline=deadline)
 
 
 def job_diagnose(

@@ -18,7 +18,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator, Union
+from typing import Any, BinaryIO, Iterable, Iterator, Union
 
 from kb.diagnosis import tools
 from kb.diagnosis.debug_dumps import debug_dumps_read
@@ -151,42 +151,51 @@ def _mappable(status: os.stat_result) -> bool:
 
 
 @dataclass(frozen=True)
-class FilePart:
-    """A run of a large file's windows, read on its own (in another process) and joined in order by
-    `readings_join`: the windows one process would go through, so the same reading as that process's."""
+class FileSpans:
+    """A large file's windows, cut once, and the open file they are read from with pread. Readers forked after the
+    cut share the open file, so every window comes from the file that was cut, even if a log rotation puts another
+    file at its path meanwhile; any run of consecutive windows can be read on its own and joined in order by
+    `readings_join`, giving what one pass over the file gives."""
 
-    path: Path
+    file: BinaryIO
     spans: tuple[Span, ...]
     srun_labelled: bool  # told once by the file's start, for every run of it (facts.srun_labelled)
 
 
-def file_parts(
-    path: Path, parts: int, *, window_bytes: int = PART_WINDOW_BYTES, lookahead_bytes: int = LOOKAHEAD_BYTES
-) -> list[FilePart]:
-    """A mapped file's windows, cut into up to `parts` runs of about equal size; [] when the file is small enough
-    to read in one piece, or is read rather than mapped (see source_read)."""
-    if parts < 2:
-        return []
-    status = path.stat()
+def file_spans(
+    file: BinaryIO, *, window_bytes: int = PART_WINDOW_BYTES, lookahead_bytes: int = LOOKAHEAD_BYTES
+) -> FileSpans | None:
+    """An open file's windows; None when the file is small enough to read in one piece, or is read rather than
+    mapped (see source_read)."""
+    status = os.fstat(file.fileno())
     if not _mappable(status) or _read_whole(status.st_size, window_bytes):
-        return []
-    with path.open("rb") as handle, _mapped(handle) as mapped:
+        return None
+    with _mapped(file) as mapped:
         spans = window_spans(mapped, window_bytes, lookahead_bytes)
         # The cleaned text the file starts with, as its first window reads it: enough bytes for SRUN_HEAD_CHARS
         # characters of any encoding, and a few more for a colour code cut at the end.
         labelled = srun_labelled(log_clean(mapped[: 4 * SRUN_HEAD_CHARS + 64])[0])
-    parts = min(parts, len(spans))
-    runs = [tuple(spans[len(spans) * k // parts : len(spans) * (k + 1) // parts]) for k in range(parts)]
-    return [FilePart(path, run, labelled) for run in runs]
+    return FileSpans(file, tuple(spans), labelled)
 
 
-def file_part_read(part: FilePart, rules: Rules, *, label: str | None, deadline: float | None = None) -> FileReading:
-    """One run of windows, its lines numbered from the run's first line (readings_join moves them)."""
+def spans_read(
+    cut: FileSpans,
+    windows: Iterable[int],
+    rules: Rules,
+    *,
+    label: str | None,
+    deadline: float | None = None,
+    windows_hint: int | None = None,
+    plan: ScanPlan | None = None,
+) -> tuple[FileReading, ScanPlan]:
+    """A run of consecutive windows (their indices, which may be handed out while the run is read), its lines
+    numbered from the run's first line (readings_join moves them); and the scan plan it used. `plan`: one an earlier
+    run of the same file made, else the run makes one from its first window, if `windows_hint` more repay it."""
     freed_memory_kept()
-    reading = FileReading(label=label, srun_labelled=part.srun_labelled)
-    with part.path.open("rb") as handle:
-        _windows_read(_file_windows(handle, list(part.spans)), rules, reading, deadline, False, len(part.spans))
-    return reading
+    reading = FileReading(label=label, srun_labelled=cut.srun_labelled)
+    spans = (cut.spans[index] for index in windows)
+    plan = _windows_read(_file_windows(cut.file, spans), rules, reading, deadline, False, windows_hint, plan)
+    return reading, plan
 
 
 def readings_join(parts: list[FileReading]) -> FileReading:
@@ -247,17 +256,18 @@ def _bytes_read(
 
 
 def _windows_read(
-    windows: Iterator[tuple[bytes, int, int, int]],
+    windows: Iterable[tuple[bytes, int, int, int]],
     rules: Rules,
     reading: FileReading,
     deadline: float | None,
     repair: bool,
     count: int | None = None,
-) -> None:
-    """Read windows one after another; with their `count` known (cut in advance), the literal pass may look at the
-    later ones as the first one showed it pays (scanning.scan_plan)."""
+    plan: ScanPlan | None = None,
+) -> ScanPlan:
+    """Read windows one after another. The literal pass looks at them as `plan` says; without one, and with their
+    `count` known (cut in advance), it may look at the later ones as the first one showed it pays
+    (scanning.scan_plan). Returns the plan it used."""
     base_line = 0
-    plan = NO_PLAN
     for index, (window, core_start, core, size) in enumerate(windows):
         if reading.bytes == 0 and size <= REPAIR_LIMIT and core == len(window) and repair:
             _window_read(
@@ -274,13 +284,14 @@ def _windows_read(
                 core_end=core,
                 deadline=deadline,
                 repair=False,
-                plan=plan,
+                plan=plan or NO_PLAN,
             )
-            if index == 0 and count is not None:
+            if plan is None and count is not None:
                 plan = scan_plan(presence, window, count - 1, rules.literals)
         reading.bytes += core - core_start
         if reading.partial:
             break
+    return plan or NO_PLAN
 
 
 def reading_rank_set(reading: FileReading, rank: int | None) -> None:
@@ -377,7 +388,7 @@ def _windows_sliced(data: bytes | bytearray, spans: list[Span]) -> Iterator[tupl
         yield bytes(data[behind:end]), start - behind, cut - behind, end
 
 
-def _file_windows(file: BinaryIO, spans: list[Span]) -> Iterator[tuple[bytes, int, int, int]]:
+def _file_windows(file: BinaryIO, spans: Iterable[Span]) -> Iterator[tuple[bytes, int, int, int]]:
     """The windows of `spans` read from an open file with pread: one copy a window out of the page cache, with none
     of a mapping's page faults (3.0 against 2.1 ms a 16 MB window) and no mapped pages to give back as the read moves
     on. A file cut short meanwhile ends the read at what is left, where a mapping would end the process (SIGBUS)."""

@@ -94,7 +94,7 @@ def test_line_numbers_from_the_line_breaks_the_literal_pass_counted_are_the_text
 def test_a_command_line_worker_scans_in_its_own_thread(monkeypatch):
     """Its sibling workers fill the other cores: another scanning thread would only cost CPU (a 16 MB console window:
     8.6-9.5 ms in two threads, 7.4-7.8 in one)."""
-    from kb.diagnosis import engine, scanning
+    from kb.diagnosis import scanning
 
     monkeypatch.setattr(scanning, "_in_parallel_worker", False)
     monkeypatch.setattr(scanning.os, "cpu_count", lambda: 4)
@@ -102,7 +102,7 @@ def test_a_command_line_worker_scans_in_its_own_thread(monkeypatch):
     threads = []
     monkeypatch.setattr(scanning, "ThreadPoolExecutor", lambda **kw: threads.append(kw) or pytest.fail("a second thread"))
     monkeypatch.setattr(scanning.threading, "Thread", lambda **kw: threads.append(kw) or pytest.fail("a thread"))
-    engine._worker_init(engine._worker_rules)
+    scanning.in_parallel_worker()
     found = scanning.presence_started(data, [("lm loss", False)]).result(timeout=0)
     assert found.chunks[("lm loss", False)] == list(range(16))
     assert threads == []
@@ -111,11 +111,11 @@ def test_a_command_line_worker_scans_in_its_own_thread(monkeypatch):
 def test_a_command_line_worker_counts_line_breaks_without_importing_numpy(monkeypatch):
     """numpy's import is start-up the command line would pay before any worker reads; its workers fill every core, so
     they count with bytes.replace (no GIL to share)."""
-    from kb.diagnosis import engine, scanning
+    from kb.diagnosis import scanning
 
     monkeypatch.setattr(scanning, "_in_parallel_worker", False)
     monkeypatch.setattr(scanning, "_numpy_counter", lambda: pytest.fail("numpy's counter was asked for"))
-    engine._worker_init(engine._worker_rules)
+    scanning.in_parallel_worker()
     assert scanning._newline_counter() is scanning.newlines_count
     assert scanning.newlines_count(memoryview(b"a\nb\n\nc")) == 3
 
@@ -248,102 +248,216 @@ def test_a_file_written_seconds_ago_is_read_not_mapped(rules, tmp_path, monkeypa
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=[e.id for e in ENTRIES])
 def test_a_file_read_as_runs_of_windows_and_joined_gives_what_one_pass_gives(entry, rules, tmp_path, monkeypatch):
-    """A large log is cut into runs of its windows, each read in a process of its own, their line numbers moved down
-    by the lines before them; on every fixture, in windows of 2 KB, cut in three runs, that is the one pass's reading."""
+    """A large log is cut into runs of its windows, each read by a process of its own, their line numbers moved down
+    by the lines before them; on every fixture, in windows of 2 KB, cut in three runs, that is the one pass's reading,
+    whether each run makes its own scan plan or takes the one the first run made (one reader's later runs)."""
     from kb.diagnosis import reading
 
     monkeypatch.setattr(reading, "REPAIR_LIMIT", 0)  # every fixture is read from its mapping, as a large log is
     path = tmp_path / "job.log"
     path.write_bytes(entry.path.read_bytes())
     _age(path)
-    one_pass = source_read(path, rules, label=None, window_bytes=2048, lookahead_bytes=32768)
-    parts = reading.file_parts(path, 3, window_bytes=2048, lookahead_bytes=32768)
-    if parts:
-        joined = reading.readings_join([reading.file_part_read(part, rules, label=None) for part in parts])
-    else:  # a file of two windows or fewer is read in one piece
-        assert path.stat().st_size <= 2 * 2048
-        joined = source_read(path, rules, label=None, window_bytes=2048, lookahead_bytes=32768)
-    assert summary(job_diagnose([joined], rules, top=5)) == summary(job_diagnose([one_pass], rules, top=5))
+    one_pass = summary(job_diagnose([source_read(path, rules, label=None, window_bytes=2048, lookahead_bytes=32768)], rules))
+    for plan_shared in (False, True):
+        joined = _runs_joined(path, rules, window=2048, lookahead=32768, plan_shared=plan_shared)
+        if joined is None:  # a file of two windows or fewer is read in one piece
+            assert path.stat().st_size <= 2 * 2048
+            return
+        assert summary(job_diagnose([joined], rules)) == one_pass
+
+
+def _runs_joined(path: Path, rules, *, window: int, lookahead: int, runs: int = 3, plan_shared: bool = False):
+    """`path` cut into windows, read as `runs` runs in turn and joined, as the command's readers do; None for a file
+    read in one piece. `plan_shared`: the later runs use the scan plan the first one made, as one reader's runs do."""
+    from kb.diagnosis import reading
+
+    with path.open("rb") as handle:
+        cut = reading.file_spans(handle, window_bytes=window, lookahead_bytes=lookahead)
+        if cut is None:
+            return None
+        count = len(cut.spans)
+        parts, plan = [], None
+        for k in range(runs):
+            part, made = reading.spans_read(
+                cut, range(count * k // runs, count * (k + 1) // runs), rules, label=None, windows_hint=count, plan=plan
+            )
+            parts.append(part)
+            plan = made if plan_shared else None
+        return reading.readings_join(parts)
 
 
 def test_one_large_log_is_read_on_every_core_and_gives_what_one_process_gives(rules, tmp_path, monkeypatch):
     from kb.benchmark import console_log_write
-    from kb.diagnosis import engine, reading
+    from kb.diagnosis import parallel, reading
     from kb.diagnosis.engine import log_diagnose
 
     monkeypatch.setattr(reading, "REPAIR_LIMIT", 0)
     monkeypatch.setitem(reading.source_read.__kwdefaults__, "window_bytes", 65536)
-    monkeypatch.setitem(reading.file_parts.__kwdefaults__, "window_bytes", 65536)
+    monkeypatch.setitem(reading.file_spans.__kwdefaults__, "window_bytes", 65536)
     path = tmp_path / "job.log"
     console_log_write(path, size_bytes=2_000_000)
     _age(path)
-    cut: list[int] = []
-    original = engine.file_parts
-    monkeypatch.setattr(engine, "file_parts", lambda p, n: cut.append(n) or original(p, n))
-    parallel = log_diagnose([(path.name, path)], rules, workers=3)
+    cuts: list[int] = []
+    original = parallel.file_spans
+    monkeypatch.setattr(parallel, "file_spans", lambda file: cuts.append(len(original(file).spans)) or original(file))
+    parallel_read = log_diagnose([(path.name, path)], rules, workers=3)
     serial = log_diagnose([(path.name, path)], rules, workers=1)
-    assert cut == [3]
-    assert summary(parallel) == summary(serial)
-    assert summary(serial)["matches"] and summary(serial)["lines"] > 5000  # the timeout is in the last run
+    assert cuts and cuts[0] > 20, "the file was read as windows the readers claim"
+    assert summary(parallel_read) == summary(serial)
+    assert summary(serial)["matches"] and summary(serial)["lines"] > 5000  # the timeout is near the end
 
 
 def _worker_killed(*args):
     os._exit(9)  # as the kernel's OOM killer ends a process: no exception, no result
 
 
-def test_the_command_reads_the_last_share_of_a_job_itself_as_a_worker_would(rules, tmp_path, monkeypatch):
-    """Its core would otherwise wait for the workers: of six files on two cores, one forked worker reads the first
-    three and the command the last three, with the workers' settings only meanwhile."""
-    from kb.diagnosis import engine, scanning
+def _noting_reader(monkeypatch, log_file: Path, *, worker_seconds: float = 0.0):
+    """parallel.source_read, noting each file read (reader's pid, label, worker settings on) in `log_file`; a forked
+    worker (a pid other than this one) takes `worker_seconds` longer a file, as a core busy with other work would."""
+    from kb.diagnosis import parallel, scanning
+
+    command, original = os.getpid(), parallel.source_read
+
+    def noted(path, *args, **kwargs):
+        with log_file.open("a") as handle:
+            handle.write(f"{os.getpid()} {kwargs['label']} {scanning._in_parallel_worker}\n")
+        if os.getpid() != command:
+            time.sleep(worker_seconds)
+        return original(path, *args, **kwargs)
+
+    monkeypatch.setattr(parallel, "source_read", noted)
+
+
+def _worker_claims_first(monkeypatch, flag: Path):
+    """The command's first claim waits (up to 10 s) for the worker's: the order a quiet machine gives, made certain."""
+    from kb.diagnosis import parallel
+
+    original = parallel.Claims.take
+
+    def take(self, from_back):
+        if not from_back:
+            flag.touch()
+        else:
+            deadline = time.monotonic() + 10
+            while not flag.exists() and time.monotonic() < deadline:
+                time.sleep(0.005)
+        return original(self, from_back)
+
+    monkeypatch.setattr(parallel.Claims, "take", take)
+
+
+def test_the_command_reads_a_share_itself_from_the_end_as_a_worker_would(rules, tmp_path, monkeypatch):
+    """Its core would otherwise wait for the workers: of six files on two cores, the worker claims from the first
+    and the command from the last, each file once, with the workers' settings only meanwhile."""
+    from kb.diagnosis import scanning
     from kb.diagnosis.engine import log_diagnose
 
     paths = _job_files(tmp_path, 6)
-    for _, path in paths:  # six files of one size: the share is counted in bytes
-        path.write_bytes(paths[0][1].read_bytes())
     log_file = tmp_path / "readers.txt"
-    original = engine._task_read
-
-    def noted(task, task_rules, label, deadline):
-        with log_file.open("a") as handle:
-            handle.write(f"{os.getpid()} {label} {scanning._in_parallel_worker}\n")
-        return original(task, task_rules, label, deadline)
-
-    monkeypatch.setattr(engine, "_task_read", noted)
+    _noting_reader(monkeypatch, log_file)
+    _worker_claims_first(monkeypatch, tmp_path / "worker-claimed")
     log_diagnose(paths, rules, workers=2)
     readers = [line.split() for line in log_file.read_text().splitlines()]
-    mine = sorted(label for pid, label, _ in readers if pid == str(os.getpid()))
-    assert mine == sorted(name for name, _ in paths[3:])
-    assert len({pid for pid, _, _ in readers}) == 2
+    order = [name for name, _ in paths]
+    mine = [order.index(label) for pid, label, _ in readers if pid == str(os.getpid())]
+    theirs = [order.index(label) for pid, label, _ in readers if pid != str(os.getpid())]
+    assert mine and theirs and sorted(mine + theirs) == list(range(6))
+    assert max(theirs) < min(mine), "the worker's files come first, the command's last"
     assert all(flag == "True" for _, _, flag in readers)
     assert scanning._in_parallel_worker is False  # the command reads as before afterwards
 
 
-@pytest.mark.parametrize(
-    ("task_bytes", "readers", "own"),
-    [([300, 300], 2, 1), ([1] * 64, 2, 32), ([1] * 64, 16, 4), ([90, 5, 5], 2, 2), ([5, 5, 90], 2, 1), ([7], 2, 0)],
-)
-def test_the_commands_own_share_is_its_part_of_the_bytes(task_bytes, readers, own):
-    """One task at least and never all: a worker always gets some (the last of the bytes here, by the order of the
-    job's files and of a large file's runs)."""
-    from kb.diagnosis.engine import _own_share
+def test_a_worker_slowed_by_other_work_leaves_the_rest_of_the_job_to_the_command(rules, tmp_path, monkeypatch):
+    """A login node is shared: a core busy with another user's job reads slowly. Equal shares fixed in advance would
+    wait for it; the command claims what is left instead (here all but the worker's first file)."""
+    from kb.diagnosis.engine import log_diagnose
 
-    assert _own_share(task_bytes, readers) == own
+    paths = _job_files(tmp_path, 6)
+    serial = log_diagnose(paths, rules, workers=1)
+    log_file = tmp_path / "readers.txt"
+    _noting_reader(monkeypatch, log_file, worker_seconds=0.5)
+    _worker_claims_first(monkeypatch, tmp_path / "worker-claimed")
+    assert summary(log_diagnose(paths, rules, workers=2)) == summary(serial)
+    readers = [line.split() for line in log_file.read_text().splitlines()]
+    assert [label for pid, label, _ in readers if pid != str(os.getpid())] == [paths[0][0]]
+    assert sorted(label for pid, label, _ in readers if pid == str(os.getpid())) == sorted(n for n, _ in paths[1:])
 
 
-def test_a_worker_killed_mid_read_leaves_the_files_to_be_read_in_the_command_itself(rules, tmp_path, monkeypatch):
-    from kb.diagnosis import engine
+def test_claims_from_both_ends_cover_every_unit_once_in_blocks_that_shrink():
+    from kb.diagnosis.parallel import Claims
+
+    claims = Claims(100, readers=2)
+    front, back = [], []
+    for turn in range(200):
+        block = claims.take(from_back=bool(turn % 2))
+        if block is None:
+            break
+        (back if turn % 2 else front).append(block)
+    units = [unit for block in front + back for unit in block]
+    assert sorted(units) == list(range(100))
+    assert [len(b) for b in front] == sorted((len(b) for b in front), reverse=True)
+    assert [len(b) for b in back] == sorted((len(b) for b in back), reverse=True)
+    assert len(front[0]) == 25 and len(front[-1]) == 1 == len(back[-1])
+    assert max(u for b in front for u in b) < min(u for b in back for u in b)
+    assert claims.take(from_back=False) is None and claims.take(from_back=True) is None
+
+
+def test_a_claim_lock_held_by_a_killed_worker_is_let_go():
+    """The OOM killer may end a worker in the middle of a claim: the kernel lets go of its record lock."""
+    import fcntl
+    import threading
+
+    from kb.diagnosis.parallel import Claims
+
+    claims = Claims(10, readers=2)
+    pid = os.fork()
+    if pid == 0:
+        fcntl.lockf(claims._file.fileno(), fcntl.LOCK_EX)
+        os._exit(9)  # dies holding the lock
+    os.waitpid(pid, 0)
+    taken = []
+    claimer = threading.Thread(target=lambda: taken.append(claims.take(from_back=True)), daemon=True)
+    claimer.start()
+    claimer.join(timeout=10)
+    assert taken == [range(8, 10)]
+
+
+def test_a_worker_killed_mid_read_leaves_the_files_it_claimed_to_the_command(rules, tmp_path, monkeypatch):
+    from kb.diagnosis import parallel
     from kb.diagnosis.engine import log_diagnose
 
     paths = _job_files(tmp_path, 3)
     serial = log_diagnose(paths, rules, workers=1)
-    monkeypatch.setattr(engine, "_worker_read", _worker_killed)
+    _worker_claims_first(monkeypatch, tmp_path / "worker-claimed")
+    command, original = os.getpid(), parallel.source_read
     read_here: list[Path] = []
-    original = engine.source_read
-    monkeypatch.setattr(
-        engine, "source_read", lambda path, *args, **kwargs: read_here.append(path) or original(path, *args, **kwargs)
-    )
+
+    def read(path, *args, **kwargs):
+        if os.getpid() != command:
+            _worker_killed()
+        read_here.append(path)
+        return original(path, *args, **kwargs)
+
+    monkeypatch.setattr(parallel, "source_read", read)
     assert summary(log_diagnose(paths, rules, workers=2)) == summary(serial)
-    assert sorted(read_here) == sorted(path for _, path in paths)  # each once: the command's own share is not read again
+    assert sorted(read_here) == sorted(path for _, path in paths)  # each once: the worker's claim and the rest
+
+
+def test_a_job_read_on_every_core_past_its_deadline_is_partial_and_never_joins_across_a_gap(rules, tmp_path, monkeypatch):
+    """Readers stop claiming once the deadline has passed; a file whose windows were not all read ends at the first
+    one left unread, as one pass ends at the deadline."""
+    from kb.benchmark import console_log_write
+    from kb.diagnosis import reading
+    from kb.diagnosis.engine import log_diagnose
+
+    monkeypatch.setattr(reading, "REPAIR_LIMIT", 0)
+    monkeypatch.setitem(reading.file_spans.__kwdefaults__, "window_bytes", 65536)
+    path = tmp_path / "job.log"
+    console_log_write(path, size_bytes=2_000_000)
+    _age(path)
+    late = log_diagnose([(path.name, path)], rules, workers=2, budget_s=1e-9)
+    assert late.stats.get("partial") is True
+    assert late.stats["lines"] < summary(log_diagnose([(path.name, path)], rules, workers=1))["lines"]
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=[e.id for e in ENTRIES])
@@ -464,12 +578,10 @@ def test_a_set_fact_reads_the_same_first_lines_of_a_file_however_it_is_cut(rules
 
 def _read_three_ways(path: Path, rules, *, window: int, lookahead: int) -> tuple[dict, dict, dict]:
     """A file read whole, in windows, and as three runs of windows read apart and joined (as the command line does)."""
-    from kb.diagnosis import reading
 
     whole = source_read(path, rules, label=None)
     windowed = source_read(path, rules, label=None, window_bytes=window, lookahead_bytes=lookahead)
-    parts = reading.file_parts(path, 3, window_bytes=window, lookahead_bytes=lookahead)
-    joined = reading.readings_join([reading.file_part_read(part, rules, label=None) for part in parts])
+    joined = _runs_joined(path, rules, window=window, lookahead=lookahead)
     return tuple(summary(job_diagnose([r], rules, top=5)) for r in (whole, windowed, joined))
 
 
@@ -518,3 +630,14 @@ def test_a_log_replaced_on_disk_while_it_is_read_is_read_from_the_file_first_ope
     assert summary(job_diagnose([rotated], rules, top=5)) == summary(
         job_diagnose([source_read(data, rules, label=None)], rules, top=5)
     )
+
+
+def test_a_file_whose_middle_window_was_left_unread_is_joined_up_to_it_and_partial(rules):
+    """Runs are joined only where each starts where the last stopped: a gap would shift every later line number."""
+    from kb.diagnosis.parallel import Job, _joined
+    from kb.diagnosis.reading import FileReading
+
+    job = Job(rules, [Path("a.log")], [None], [(0, 0), (0, 1), (0, 2)], {}, None, 2)
+    first, last = FileReading(lines=5, bytes=50), FileReading(lines=7, bytes=70)
+    (joined,) = _joined(job, [(2, 3, last), (0, 1, first)])
+    assert (joined.lines, joined.bytes, joined.partial) == (5, 50, True)
