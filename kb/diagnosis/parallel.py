@@ -99,11 +99,17 @@ def paths_read(
             return [source_read(path, rules, label=label, deadline=deadline) for path, label in zip(paths, labels)]
         job = Job(rules, paths, labels, units, cuts, deadline, min(workers, len(units)))
         scanning_prepare(rules.literals)  # compiled once here, inherited through the fork instead of made in each
-        claims = opened.enter_context(contextlib.closing(Claims(len(units), job.readers)))
+        try:
+            claims = opened.enter_context(contextlib.closing(Claims(len(units), job.readers)))
+        except OSError:  # no temporary file to share (a full or read-only temp dir): one process reads it all
+            return [source_read(path, rules, label=label, deadline=deadline) for path, label in zip(paths, labels)]
         started: list[tuple[int, int]] = []
         try:
             for _ in range(job.readers - 1):
-                started.append(_worker_fork(job, claims))
+                try:
+                    started.append(_worker_fork(job, claims))
+                except OSError:  # the process limit or memory reached: the readers there are claim the rest
+                    break
             with parallel_worker():
                 runs = _claims_read(job, lambda: claims.take(from_back=True), forward=False)
                 while started:
@@ -121,7 +127,12 @@ def _worker_fork(job: Job, claims: Claims) -> tuple[int, int]:
     """A worker forked from the command, which inherits the job, the open files and the claims: it reads blocks
     claimed from the front and sends its runs back through a pipe. Its pid and the pipe's end to read."""
     results, sent = os.pipe()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(results)
+        os.close(sent)
+        raise
     if pid == 0:
         code = 1
         try:

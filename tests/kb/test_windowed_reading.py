@@ -641,3 +641,32 @@ def test_a_file_whose_middle_window_was_left_unread_is_joined_up_to_it_and_parti
     first, last = FileReading(lines=5, bytes=50), FileReading(lines=7, bytes=70)
     (joined,) = _joined(job, [(2, 3, last), (0, 1, first)])
     assert (joined.lines, joined.bytes, joined.partial) == (5, 50, True)
+
+
+def test_a_command_that_cannot_fork_a_worker_reads_the_job_itself(rules, tmp_path, monkeypatch):
+    """A login node at its process limit (EAGAIN): the answer comes from the command alone, not a traceback."""
+    import errno
+
+    from kb.diagnosis import parallel
+    from kb.diagnosis.engine import log_diagnose
+
+    paths = _job_files(tmp_path, 4)
+    serial = log_diagnose(paths, rules, workers=1)
+    monkeypatch.setattr(parallel.os, "fork", lambda: (_ for _ in ()).throw(OSError(errno.EAGAIN, "fork refused")))
+    assert summary(log_diagnose(paths, rules, workers=4)) == summary(serial)
+
+
+def test_a_command_without_a_writable_temp_dir_reads_the_job_itself(rules, tmp_path, monkeypatch):
+    import errno
+
+    from kb.diagnosis import parallel
+    from kb.diagnosis.engine import log_diagnose
+
+    paths = _job_files(tmp_path, 4)
+    serial = log_diagnose(paths, rules, workers=1)
+
+    def no_temp_file(*args, **kwargs):
+        raise OSError(errno.EROFS, "read-only file system")
+
+    monkeypatch.setattr(parallel.tempfile, "TemporaryFile", no_temp_file)
+    assert summary(log_diagnose(paths, rules, workers=2)) == summary(serial)
