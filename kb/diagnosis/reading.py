@@ -268,7 +268,7 @@ def _windows_read(
     `count` known (cut in advance), it may look at the later ones as the first one showed it pays
     (scanning.scan_plan). Returns the plan it used."""
     base_line = 0
-    for index, (window, core_start, core, size) in enumerate(windows):
+    for window, core_start, core, size in windows:
         if reading.bytes == 0 and size <= REPAIR_LIMIT and core == len(window) and repair:
             _window_read(
                 window, rules, reading, reading.label, base_line=0, core_start=0, core_end=None, deadline=deadline, repair=True
