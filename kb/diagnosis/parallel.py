@@ -8,9 +8,11 @@ in file order (readings_join): the same reading as one pass over every file."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import fcntl
 import os
 import pickle
+import signal
 import struct
 import tempfile
 import threading
@@ -127,6 +129,7 @@ def _worker_fork(job: Job, claims: Claims) -> tuple[int, int]:
     """A worker forked from the command, which inherits the job, the open files and the claims: it reads blocks
     claimed from the front and sends its runs back through a pipe. Its pid and the pipe's end to read."""
     results, sent = os.pipe()
+    command = os.getpid()
     try:
         pid = os.fork()
     except OSError:
@@ -137,6 +140,7 @@ def _worker_fork(job: Job, claims: Claims) -> tuple[int, int]:
         code = 1
         try:
             os.close(results)
+            _ends_with(command)
             in_parallel_worker()
             runs = _claims_read(job, lambda: claims.take(from_back=False), forward=True)
             with open(sent, "wb") as pipe:
@@ -146,6 +150,21 @@ def _worker_fork(job: Job, claims: Claims) -> tuple[int, int]:
             os._exit(code)
     os.close(sent)
     return pid, results
+
+
+_PR_SET_PDEATHSIG = 1  # Linux's prctl option: a signal for this process when its parent ends
+
+
+def _ends_with(command: int) -> None:
+    """This worker is killed when the command ends (Linux): a command killed by hand, by `timeout` or by a job's
+    time limit otherwise leaves its workers reading the rest of the job on a shared login node, for no one."""
+    try:
+        prctl = ctypes.CDLL(None).prctl
+    except (OSError, AttributeError):  # not Linux: the worker ends when its pipe breaks, after its claims
+        return
+    prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != command:  # the command ended before the call: no signal will come
+        os._exit(1)
 
 
 def _worker_runs(pid: int, results: int) -> list[Run]:

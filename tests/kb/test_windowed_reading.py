@@ -670,3 +670,60 @@ def test_a_command_without_a_writable_temp_dir_reads_the_job_itself(rules, tmp_p
 
     monkeypatch.setattr(parallel.tempfile, "TemporaryFile", no_temp_file)
     assert summary(log_diagnose(paths, rules, workers=2)) == summary(serial)
+
+
+def test_the_workers_end_with_a_command_killed_mid_read(tmp_path):
+    """A command killed by hand, by `timeout` or by a job's time limit takes its workers with it (Linux's parent-death
+    signal), rather than leave them reading the rest of the job on a shared login node."""
+    import subprocess
+    import sys
+
+    paths = [str(path) for _, path in _job_files(tmp_path, 4)]
+    noted = tmp_path / "worker.pid"
+    script = f"""
+import os, sys, time
+sys.path.insert(0, {str(REPO)!r})
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+import django
+django.setup()
+from pathlib import Path
+from django.conf import settings
+from kb.corpus import content_rules
+from kb.diagnosis import parallel
+from kb.diagnosis.engine import log_diagnose
+
+rules = content_rules(settings.CONTENT_DIR)
+command = os.getpid()
+
+def stuck(path, *args, **kwargs):
+    if os.getpid() != command:
+        Path({str(noted)!r}).write_text(str(os.getpid()))
+    time.sleep(120)
+
+parallel.source_read = stuck
+log_diagnose([(Path(p).name, Path(p)) for p in {paths!r}], rules, workers=2)
+"""
+    command = subprocess.Popen([sys.executable, "-c", script], cwd=REPO)
+    try:
+        worker = _waited(lambda: noted.exists() and noted.read_text() and int(noted.read_text()), seconds=60)
+        assert worker, "the worker started reading"
+    finally:
+        command.kill()
+        command.wait()
+    assert _waited(lambda: not _running(worker), seconds=10), f"worker {worker} outlived its command"
+
+
+def _waited(condition, *, seconds: float):
+    deadline = time.monotonic() + seconds
+    while not (value := condition()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return value
+
+
+def _running(pid: int) -> bool:
+    """The process exists and is not a zombie (an orphan's zombie waits for an init that may never reap it)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
