@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
@@ -90,8 +90,7 @@ class Command(BaseCommand):
                 f"{many * 1000:.0f} ms: {one / many:.2f}x the single-core throughput"
             )
             if big_megabytes:
-                for shape, writer in SHAPES:
-                    self._big_run(Path(tmp), big_megabytes, shape, writer)
+                self._big_runs(Path(tmp), big_megabytes)
             self._start_up(Path(tmp))
         search(TYPICAL_ERRORS[0], index_dir=settings.SEARCH_INDEX_DIR)  # open the index once, as a warm worker has
         for cached in (False, True):
@@ -153,32 +152,37 @@ class Command(BaseCommand):
                 )
             self.stdout.write(line + (f", {errors[label]} failed" if errors[label] else ""))
 
-    def _big_run(self, folder: Path, megabytes: int, shape: str, writer: Callable[..., int], runs: int = 5) -> None:
-        """The command line on a large log, in its own process: wall time (the best of `runs`, in turns with grep as
-        best_of does), peak memory (the highest of the runs), and grep."""
-        path = folder / "big.log"
-        size = writer(path, size_bytes=megabytes * 1024 * 1024)
-        _hung_for_an_hour(path)
-        mb = size / (1024 * 1024)
-        command = [sys.executable, "manage.py", "diagnose", str(path), "--json"]
-        times: list[float] = []
-        grep_s = float("inf")
-        peak_kb = 0
-        outcome = "ok"
+    def _big_runs(self, folder: Path, megabytes: int, runs: int = 5) -> None:
+        """The command line on a large log of each shape, in its own process: wall time (the best of `runs`), peak
+        memory (the highest of the runs), and grep. The shapes take turns, each run followed by grep on the same file,
+        so that a slow spell of the machine weighs on both shapes and on grep rather than on one shape's every run."""
+        logs = []
+        for shape, writer in SHAPES:
+            path = folder / f"big-{shape.split()[0]}.log"
+            size = writer(path, size_bytes=megabytes * 1024 * 1024)
+            _hung_for_an_hour(path)
+            logs.append((shape, path, size / (1024 * 1024)))
+        times: dict[str, list[float]] = {shape: [] for shape, _, _ in logs}
+        grep_s = dict.fromkeys(times, float("inf"))
+        peak_kb = dict.fromkeys(times, 0)
+        outcome = dict.fromkeys(times, "ok")
         for _ in range(runs):
-            took, peak, code = _command_run(command)
-            times.append(took)
-            peak_kb = max(peak_kb, peak)
-            outcome = outcome if code == 0 else f"exit {code}"
-            ((grep_took, _),) = best_of(1, lambda: grep_count(path))
-            grep_s = min(grep_s, grep_took)
-        seconds = min(times)
-        self.stdout.write(
-            f"\ncommand line on a {mb:.0f} MB {shape}: {seconds:.2f} s = {mb / seconds:.0f} MB/s (best of "
-            f"{', '.join(f'{took:.2f}' for took in times)} s), peak memory {peak_kb / 1024:.0f} MB with its workers "
-            f"({outcome}); grep -c {grep_s:.2f} s; ratio {seconds / grep_s:.1f}x (includes start-up)"
-        )
-        path.unlink()
+            for shape, path, _ in logs:
+                took, peak, code = _command_run([sys.executable, "manage.py", "diagnose", str(path), "--json"])
+                times[shape].append(took)
+                peak_kb[shape] = max(peak_kb[shape], peak)
+                outcome[shape] = outcome[shape] if code == 0 else f"exit {code}"
+                ((grep_took, _),) = best_of(1, lambda: grep_count(path))
+                grep_s[shape] = min(grep_s[shape], grep_took)
+        for shape, path, mb in logs:
+            seconds = min(times[shape])
+            self.stdout.write(
+                f"\ncommand line on a {mb:.0f} MB {shape}: {seconds:.2f} s = {mb / seconds:.0f} MB/s (best of "
+                f"{', '.join(f'{took:.2f}' for took in times[shape])} s), peak memory {peak_kb[shape] / 1024:.0f} MB "
+                f"with its workers ({outcome[shape]}); grep -c {grep_s[shape]:.2f} s; ratio {seconds / grep_s[shape]:.1f}x "
+                "(includes start-up)"
+            )
+            path.unlink()
 
     def _start_up(self, folder: Path, runs: int = 9) -> None:
         """`manage.py diagnose` on a 3-line log, as a user runs it: the median wall time of whole processes."""
