@@ -103,9 +103,14 @@ class ContentState(models.Model):
         """What the site serves: one query, instead of hashing every content file per request. Asked by every
         search, so it is plain SQL: the ORM's query building cost 0.4 ms of a 0.8 ms cached search."""
         with connection.cursor() as cursor:
-            cursor.execute(f"SELECT revision FROM {connection.ops.quote_name(cls._meta.db_table)} ORDER BY id LIMIT 1")
+            cursor.execute(cls.revision_sql())
             row = cursor.fetchone()
         return row[0] if row else ""
+
+    @classmethod
+    def revision_sql(cls) -> str:
+        """The query for the served revision (no row: none loaded), for a statement that asks it with other things."""
+        return f"SELECT revision FROM {connection.ops.quote_name(cls._meta.db_table)} ORDER BY id LIMIT 1"
 
 
 # --- Reports, votes and the curators' report (kb/reports/). Written by the site, not by load_content. ---

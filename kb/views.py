@@ -216,8 +216,9 @@ def harmless_list(request: HttpRequest) -> HttpResponse:
 @require_safe
 def case_detail(request: HttpRequest, slug: str) -> HttpResponse:
     """A case page, rendered once per worker for each (content revision, slug, reader counts) and reused. The counts
-    are read for every view (with the revision, one query), so a vote or a paste counted by any worker shows on the next view from any
-    worker; the CSRF token, og:url, the vote's ballot and return address are each request's own (kb/page_cache.py)."""
+    are read for every view (with the revision, in one query), so a vote or a paste counted by any worker shows on
+    the next view from any worker; the CSRF token, og:url, the vote's ballot and return address are each request's
+    own (kb/page_cache.py)."""
     revision, feedback = case_page_state(slug)
     key = ("case", slug, feedback)
     page = page_cache.get(revision, key)

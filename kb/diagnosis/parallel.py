@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Iterator
 
 from kb.diagnosis.reading import FileReading, FileSpans, file_spans, readings_join, source_read, spans_read
 from kb.diagnosis.rules import Rules
-from kb.diagnosis.scanning import ScanPlan, in_parallel_worker, parallel_worker, scanning_prepare
+from kb.diagnosis.scanning import ScanPlan, parallel_worker, scanning_prepare
 
 Run = tuple[int, int, FileReading]  # the units first..stop-1 of a job, read as one reading
 
@@ -98,13 +98,13 @@ def paths_read(
                 cuts[index] = cut
                 units += [(index, window) for window in range(len(cut.spans))]
         if len(units) < 2:
-            return [source_read(path, rules, label=label, deadline=deadline) for path, label in zip(paths, labels)]
+            return _read_here(rules, paths, labels, deadline)
         job = Job(rules, paths, labels, units, cuts, deadline, min(workers, len(units)))
         scanning_prepare(rules.literals)  # compiled once here, inherited through the fork instead of made in each
         try:
             claims = opened.enter_context(contextlib.closing(Claims(len(units), job.readers)))
         except OSError:  # no temporary file to share (a full or read-only temp dir): one process reads it all
-            return [source_read(path, rules, label=label, deadline=deadline) for path, label in zip(paths, labels)]
+            return _read_here(rules, paths, labels, deadline)
         started: list[tuple[int, int]] = []
         try:
             for _ in range(job.readers - 1):
@@ -125,6 +125,11 @@ def paths_read(
     return _joined(job, runs)
 
 
+def _read_here(rules: Rules, paths: list[Path], labels: list[str | None], deadline: float | None) -> list[FileReading]:
+    """Every file read by the calling process alone."""
+    return [source_read(path, rules, label=label, deadline=deadline) for path, label in zip(paths, labels)]
+
+
 def _worker_fork(job: Job, claims: Claims) -> tuple[int, int]:
     """A worker forked from the command, which inherits the job, the open files and the claims: it reads blocks
     claimed from the front and sends its runs back through a pipe. Its pid and the pipe's end to read."""
@@ -141,8 +146,8 @@ def _worker_fork(job: Job, claims: Claims) -> tuple[int, int]:
         try:
             os.close(results)
             _ends_with(command)
-            in_parallel_worker()
-            runs = _claims_read(job, lambda: claims.take(from_back=False), forward=True)
+            with parallel_worker():
+                runs = _claims_read(job, lambda: claims.take(from_back=False), forward=True)
             with open(sent, "wb") as pipe:
                 pickle.dump(runs, pipe, protocol=pickle.HIGHEST_PROTOCOL)
             code = 0

@@ -430,16 +430,10 @@ def _chunks_scan(
 _in_parallel_worker = False
 
 
-def in_parallel_worker() -> None:
-    """This process is a worker of a parallel read, one of a worker a core: its pass takes no second thread (see
-    literals_present) and counts line breaks without numpy (see _newline_counter)."""
-    global _in_parallel_worker
-    _in_parallel_worker = True
-
-
 @contextlib.contextmanager
 def parallel_worker() -> Iterator[None]:
-    """The calling process reads as one of a parallel read's workers meanwhile (in_parallel_worker), and as before
+    """The calling process reads as one of a parallel read's workers meanwhile, one reader a core: its pass takes no
+    second thread (see literals_present) and counts line breaks without numpy (see _newline_counter); as before
     afterwards. The setting is the process's: another of its threads reading meanwhile reads the same way."""
     global _in_parallel_worker
     before = _in_parallel_worker

@@ -130,13 +130,12 @@ def case_page_state(slug: str, days: int = 30) -> tuple[str, dict[str, Any]]:
     since = timezone.now() - dt.timedelta(days=days)
     quote = connection.ops.quote_name
     votes, matches = quote(Vote._meta.db_table), quote(CaseMatchDay._meta.db_table)
-    state = quote(ContentState._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT 0, '', '', SUM({quote('count')}) FROM {matches} WHERE slug = %s AND day >= %s UNION ALL "
             f"SELECT 1, answer, step, COUNT(*) FROM {votes} WHERE case_slug = %s AND created_at >= %s "
             f"GROUP BY answer, step UNION ALL "
-            f"SELECT 2, revision, '', 0 FROM (SELECT revision FROM {state} ORDER BY id LIMIT 1) AS served",
+            f"SELECT 2, revision, '', 0 FROM ({ContentState.revision_sql()}) AS served",
             [
                 slug,
                 connection.ops.adapt_datefield_value(since.date()),

@@ -102,8 +102,8 @@ def test_a_command_line_worker_scans_in_its_own_thread(monkeypatch):
     threads = []
     monkeypatch.setattr(scanning, "ThreadPoolExecutor", lambda **kw: threads.append(kw) or pytest.fail("a second thread"))
     monkeypatch.setattr(scanning.threading, "Thread", lambda **kw: threads.append(kw) or pytest.fail("a thread"))
-    scanning.in_parallel_worker()
-    found = scanning.presence_started(data, [("lm loss", False)]).result(timeout=0)
+    with scanning.parallel_worker():
+        found = scanning.presence_started(data, [("lm loss", False)]).result(timeout=0)
     assert found.chunks[("lm loss", False)] == list(range(16))
     assert threads == []
 
@@ -115,8 +115,8 @@ def test_a_command_line_worker_counts_line_breaks_without_importing_numpy(monkey
 
     monkeypatch.setattr(scanning, "_in_parallel_worker", False)
     monkeypatch.setattr(scanning, "_numpy_counter", lambda: pytest.fail("numpy's counter was asked for"))
-    scanning.in_parallel_worker()
-    assert scanning._newline_counter() is scanning.newlines_count
+    with scanning.parallel_worker():
+        assert scanning._newline_counter() is scanning.newlines_count
     assert scanning.newlines_count(memoryview(b"a\nb\n\nc")) == 3
 
 

@@ -14,6 +14,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
@@ -161,28 +162,23 @@ class Command(BaseCommand):
             path = folder / f"big-{shape.split()[0]}.log"
             size = writer(path, size_bytes=megabytes * 1024 * 1024)
             _hung_for_an_hour(path)
-            logs.append((shape, path, size / (1024 * 1024)))
-        times: dict[str, list[float]] = {shape: [] for shape, _, _ in logs}
-        grep_s = dict.fromkeys(times, float("inf"))
-        peak_kb = dict.fromkeys(times, 0)
-        outcome = dict.fromkeys(times, "ok")
+            logs.append(_BigLog(shape, path, size / (1024 * 1024)))
         for _ in range(runs):
-            for shape, path, _ in logs:
-                took, peak, code = _command_run([sys.executable, "manage.py", "diagnose", str(path), "--json"])
-                times[shape].append(took)
-                peak_kb[shape] = max(peak_kb[shape], peak)
-                outcome[shape] = outcome[shape] if code == 0 else f"exit {code}"
-                ((grep_took, _),) = best_of(1, lambda: grep_count(path))
-                grep_s[shape] = min(grep_s[shape], grep_took)
-        for shape, path, mb in logs:
-            seconds = min(times[shape])
+            for log in logs:
+                took, peak, code = _command_run([sys.executable, "manage.py", "diagnose", str(log.path), "--json"])
+                log.times.append(took)
+                log.peak_kb = max(log.peak_kb, peak)
+                log.outcome = log.outcome if code == 0 else f"exit {code}"
+                ((grep_took, _),) = best_of(1, lambda: grep_count(log.path))
+                log.grep_s = min(log.grep_s, grep_took)
+        for log in logs:
+            seconds = min(log.times)
             self.stdout.write(
-                f"\ncommand line on a {mb:.0f} MB {shape}: {seconds:.2f} s = {mb / seconds:.0f} MB/s (best of "
-                f"{', '.join(f'{took:.2f}' for took in times[shape])} s), peak memory {peak_kb[shape] / 1024:.0f} MB "
-                f"with its workers ({outcome[shape]}); grep -c {grep_s[shape]:.2f} s; ratio {seconds / grep_s[shape]:.1f}x "
-                "(includes start-up)"
+                f"\ncommand line on a {log.mb:.0f} MB {log.shape}: {seconds:.2f} s = {log.mb / seconds:.0f} MB/s (best of "
+                f"{', '.join(f'{took:.2f}' for took in log.times)} s), peak memory {log.peak_kb / 1024:.0f} MB with its "
+                f"workers ({log.outcome}); grep -c {log.grep_s:.2f} s; ratio {seconds / log.grep_s:.1f}x (includes start-up)"
             )
-            path.unlink()
+            log.path.unlink()
 
     def _start_up(self, folder: Path, runs: int = 9) -> None:
         """`manage.py diagnose` on a 3-line log, as a user runs it: the median wall time of whole processes."""
@@ -206,6 +202,19 @@ class Command(BaseCommand):
         self.stdout.write(
             f"\ncommand line on a 3-line log, start-up included: median {statistics.median(samples):.2f} s of {runs} runs"
         )
+
+
+@dataclass
+class _BigLog:
+    """One shape's large log and what its command-line runs gave."""
+
+    shape: str
+    path: Path
+    mb: float
+    times: list[float] = field(default_factory=list)
+    grep_s: float = float("inf")
+    peak_kb: int = 0
+    outcome: str = "ok"
 
 
 # The trivial view first: the pages are measured against it.
