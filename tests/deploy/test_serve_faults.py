@@ -21,6 +21,7 @@ from typing import Callable, Iterator
 import pytest
 
 from tests.deploy.serving import ROOT, Stack, gunicorn_workers, request
+from tests.waiting import wait_for
 
 CASE = "nccl-socket-ifname-wrong-interface"
 TITLE = "NCCL bootstraps over the wrong network interface"
@@ -122,11 +123,11 @@ def test_a_killed_worker_loses_only_the_request_it_held(served: Stack) -> None:
     before = gunicorn_workers(served)
     traffic = Traffic(served.port)
     with traffic.running():
-        _wait_for(lambda: traffic.answers >= 10)  # four clients on two workers: each worker holds a request
+        wait_for(lambda: traffic.answers >= 10)  # four clients on two workers: each worker holds a request
         answered_before_kill = traffic.answers
         os.kill(before[0], signal.SIGKILL)
-        _wait_for(lambda: traffic.answers >= answered_before_kill + 30)
-        after = _wait_for(lambda: _replaced(gunicorn_workers(served), before))
+        wait_for(lambda: traffic.answers >= answered_before_kill + 30)
+        after = wait_for(lambda: _replaced(gunicorn_workers(served), before))
     assert traffic.answers >= answered_before_kill + 30, "the site stopped answering after the kill"
     assert len(traffic.failures) <= 1, f"{len(traffic.failures)} of {traffic.answers} failed: {traffic.failures[:5]}"
     # The request the worker held: nginx's page if the worker died before answering, or an answer cut off mid-body.
@@ -139,11 +140,3 @@ def test_a_killed_worker_loses_only_the_request_it_held(served: Stack) -> None:
 def _replaced(workers: list[int], before: list[int]) -> list[int]:
     """`workers` once the killed one (the first of `before`) is gone and another has taken its place, else []."""
     return workers if len(workers) == len(before) and before[0] not in workers else []
-
-
-def _wait_for(condition: Callable[[], object], seconds: float = 15) -> object:
-    """The condition's value once it is true, or its last value after `seconds` (a busy machine is slow, not broken)."""
-    deadline = time.monotonic() + seconds
-    while not (value := condition()) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return value

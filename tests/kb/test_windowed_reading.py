@@ -13,6 +13,7 @@ from django.conf import settings
 from kb.corpus import content_rules, corpus_entries
 from kb.diagnosis.engine import job_diagnose
 from kb.diagnosis.reading import _file_windows, _mapped, _windows, _windows_sliced, source_read, window_spans
+from tests.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 ENTRIES = corpus_entries(REPO / "tests" / "fixtures" / "logs")
@@ -705,19 +706,12 @@ log_diagnose([(Path(p).name, Path(p)) for p in {paths!r}], rules, workers=2)
 """
     command = subprocess.Popen([sys.executable, "-c", script], cwd=REPO)
     try:
-        worker = _waited(lambda: noted.exists() and noted.read_text() and int(noted.read_text()), seconds=60)
+        worker = wait_for(lambda: noted.exists() and noted.read_text() and int(noted.read_text()), seconds=60)
         assert worker, "the worker started reading"
     finally:
         command.kill()
         command.wait()
-    assert _waited(lambda: not _running(worker), seconds=10), f"worker {worker} outlived its command"
-
-
-def _waited(condition, *, seconds: float):
-    deadline = time.monotonic() + seconds
-    while not (value := condition()) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return value
+    assert wait_for(lambda: not _running(worker), seconds=10), f"worker {worker} outlived its command"
 
 
 def _running(pid: int) -> bool:
