@@ -14,7 +14,6 @@ import os
 import pickle
 import signal
 import struct
-import tempfile
 import threading
 import time
 from collections import deque
@@ -39,6 +38,8 @@ class Claims:
     taken and leave the others waiting for ever."""
 
     def __init__(self, count: int, readers: int) -> None:
+        import tempfile  # only for a parallel read: random, shutil and their codecs are 3 ms of every start otherwise
+
         self._file = tempfile.TemporaryFile()
         self._readers = readers
         os.pwrite(self._file.fileno(), struct.pack("=qq", 0, count), 0)

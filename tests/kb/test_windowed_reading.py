@@ -659,8 +659,8 @@ def test_a_command_that_cannot_fork_a_worker_reads_the_job_itself(rules, tmp_pat
 
 def test_a_command_without_a_writable_temp_dir_reads_the_job_itself(rules, tmp_path, monkeypatch):
     import errno
+    import tempfile
 
-    from kb.diagnosis import parallel
     from kb.diagnosis.engine import log_diagnose
 
     paths = _job_files(tmp_path, 4)
@@ -669,7 +669,7 @@ def test_a_command_without_a_writable_temp_dir_reads_the_job_itself(rules, tmp_p
     def no_temp_file(*args, **kwargs):
         raise OSError(errno.EROFS, "read-only file system")
 
-    monkeypatch.setattr(parallel.tempfile, "TemporaryFile", no_temp_file)
+    monkeypatch.setattr(tempfile, "TemporaryFile", no_temp_file)
     assert summary(log_diagnose(paths, rules, workers=2)) == summary(serial)
 
 
