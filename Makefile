@@ -34,8 +34,8 @@ serve: install nginx
 		--rate $(DIAGNOSE_RATE) --burst $(DIAGNOSE_BURST) --rate-exempt "$(RATE_EXEMPT)"
 
 test: install-dev browser nginx
-	$(VENV)/bin/ruff check kb troubleshooter config tests
-	$(VENV)/bin/ruff format --check kb troubleshooter config tests
+	$(VENV)/bin/ruff check diagnosis kb troubleshooter config tests
+	$(VENV)/bin/ruff format --check diagnosis kb troubleshooter config tests
 	$(PY) -m pytest -n auto
 	@echo "== the tests that touch the database (browser ones aside) again, on a throwaway PostgreSQL (tests/postgres/run.sh) =="
 	bash tests/postgres/run.sh $(PY) -m pytest -n auto -m "database and not browser"

@@ -36,7 +36,7 @@ class RequestGuardMiddleware:
         limit = settings.KB_MAX_LOG_BYTES
         if declared <= limit + MULTIPART_MARGIN_BYTES:
             return None
-        from kb.job_input import size_text
+        from diagnosis.job_files import size_text
 
         message = f"The log is larger than the limit of {size_text(limit)}."
         if getattr(view_func, "answers_json", False):

@@ -6,7 +6,7 @@ Touching fresh memory 4 KB at a time is most of that cost: on the development ma
 (2.35 and later) asks the kernel for them for its large allocations when the tunable below is set; it reads
 tunables when a process starts, so it must be in the environment a process starts with. Elsewhere (another
 libc, THP off or `always`) the variable changes nothing. The command line, already running when it learns it reads
-a large log, marks its heap for huge pages itself (kb/diagnosis/heap.py).
+a large log, marks its heap for huge pages itself (diagnosis/heap.py).
 """
 
 from __future__ import annotations

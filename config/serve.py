@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     from django.conf import settings
 
     from config.guards import MULTIPART_MARGIN_BYTES
-    from kb.job_input import size_text
+    from diagnosis.job_files import size_text
 
     nginx = nginx_binary()
     if nginx is None:

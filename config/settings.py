@@ -148,7 +148,7 @@ KB_MAX_JOB_BYTES = int(os.environ.get("KB_MAX_JOB_BYTES", 4 * KB_MAX_LOG_BYTES))
 KB_DIAGNOSIS_BUDGET_S = float(os.environ.get("KB_DIAGNOSIS_BUDGET_S", "20"))
 DATA_UPLOAD_MAX_MEMORY_SIZE = KB_MAX_LOG_BYTES + 1024 * 1024
 # A 64-rank torchrun --log-dir holds 129 files (stdout.log and stderr.log per rank, error.json); Django's default of
-# 100 refused such an upload. The job reader's own count limit (kb.job_input.MAX_MEMBERS) applies after this.
+# 100 refused such an upload. The job reader's own count limit (diagnosis.job_files.MAX_MEMBERS) applies after this.
 DATA_UPLOAD_MAX_NUMBER_FILES = 5000
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024  # per uploaded file; past it the file spools to an unnamed temp file
 FILE_UPLOAD_HANDLERS = ["kb.log_input.SpooledUploadHandler"]

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_safe, require_POST
 
 from kb.diagnose import diagnosis_json, job_diagnosis_run
 from kb.forms import MAX_QUERY_CHARS, SearchForm
-from kb.job_input import JobInputError, JobTooLarge
+from diagnosis.job_files import JobInputError, JobTooLarge
 from kb.log_input import LogTooLarge, NoLog, job_from_request
 from kb.models import Case
 from kb.search.index import IndexMissing, search_results

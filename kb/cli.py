@@ -20,10 +20,10 @@ from typing import IO, Any
 from config.memory import memory_available_bytes
 from kb.content.revision import LOAD_HINT, content_revision, drift_text
 from kb.content.rules_snapshot import rules_snapshot_read
-from kb.diagnosis.contract import diagnosis_json, diagnosis_text, json_text
-from kb.diagnosis.engine import log_diagnose
-from kb.diagnosis.flight_recorder import flight_recorder_detect
-from kb.diagnosis.reading import Source
+from diagnosis.contract import diagnosis_json, diagnosis_text, json_text
+from diagnosis.engine import log_diagnose
+from diagnosis.flight_recorder import flight_recorder_detect
+from diagnosis.reading import Source
 
 HELP = (
     "Rank the known cases that explain a job's logs, with evidence lines and extracted facts. Paths may be "
@@ -65,7 +65,7 @@ def sources_read(paths: list[str], max_bytes: int | None) -> tuple[list[tuple[st
         if max_bytes is not None and file.is_file() and file.stat().st_size > max_bytes:
             raise CliError(f"{path} is {file.stat().st_size} bytes; --max-bytes is {max_bytes}")
         if file.is_dir() or file.name.endswith(ARCHIVE_SUFFIXES) or _is_dump(file):
-            from kb.job_input import JobInputError, job_read  # tarfile, zipfile and their codecs: 7 ms a start otherwise
+            from diagnosis.job_files import JobInputError, job_read  # tarfile, zipfile and their codecs: 7 ms a start otherwise
 
             try:
                 job = job_read(file)

@@ -15,8 +15,8 @@ import yaml
 
 from kb.content.cases import case_files_read
 from kb.content.harmless import harmless_files_read
-from kb.diagnosis.engine import CONFIDENT, Diagnosis, log_diagnose
-from kb.diagnosis.rules import Rules, rules_compile
+from diagnosis.engine import CONFIDENT, Diagnosis, log_diagnose
+from diagnosis.rules import Rules, rules_compile
 
 BANDS = ((0.0, 0.3), (0.3, 0.5), (0.5, 0.7), (0.7, 0.9), (0.9, 1.01))
 

@@ -6,12 +6,12 @@ from typing import Any
 
 from django.urls import reverse
 
-from kb.diagnosis.engine import Diagnosis, log_diagnose
-from kb.diagnosis.reading import Source
-from kb.diagnosis.rules import Rules, rules_compile
-from kb.diagnosis import contract
-from kb.diagnosis.contract import Catalog
-from kb.job_input import JobInput
+from diagnosis.engine import Diagnosis, log_diagnose
+from diagnosis.reading import Source
+from diagnosis.rules import Rules, rules_compile
+from diagnosis import contract
+from diagnosis.contract import Catalog
+from diagnosis.job_files import JobInput
 from kb.models import Case, ContentState, HarmlessLine, case_url
 
 _cache: dict[str, Rules] = {}
@@ -49,7 +49,7 @@ def diagnosis_run(
 
 
 def job_diagnosis_run(job: JobInput, *, top: int = 5, budget_s: float | None = None) -> Diagnosis:
-    """A job read by kb.job_input (an upload, an archive, a directory): its files with the ranks their paths
+    """A job read by diagnosis.job_files (an upload, an archive, a directory): its files with the ranks their paths
     name. The page, the API and the command line all diagnose a job through this one call."""
     return diagnosis_run(job.sources(), top=top, budget_s=budget_s, ranks=job.ranks())
 
@@ -63,7 +63,7 @@ def catalog_current(slugs: list[str] | None = None) -> Catalog:
 
 
 def diagnosis_json(diagnosis: Diagnosis, *, notes: list[str] | None = None) -> dict[str, Any]:
-    """The contract's JSON (kb.diagnosis.contract) with the loaded cases' titles and addresses."""
+    """The contract's JSON (diagnosis.contract) with the loaded cases' titles and addresses."""
     slugs = {m.slug for m in diagnosis.matches} | {
         g["case"] for g in (diagnosis.rank_groups or {}).get("groups", []) if g.get("case")
     }

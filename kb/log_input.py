@@ -1,5 +1,5 @@
 """Read a job out of a request: a raw body, a form field `log`, or uploaded files (logs, or a .tar.gz, .tar or
-.zip of a log directory), within the size limits. Uploads and archives go through kb.job_input, the reader the
+.zip of a log directory), within the size limits. Uploads and archives go through diagnosis.job_files, the reader the
 command line uses, so ranks come from paths the same way and hostile archives are refused the same way."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler
 from django.http import HttpRequest, QueryDict
 
-from kb.job_input import MAX_MEMBER_BYTES, JobFile, JobInput, JobInputError, job_read, looks_like_archive, size_text
+from diagnosis.job_files import MAX_MEMBER_BYTES, JobFile, JobInput, JobInputError, job_read, looks_like_archive, size_text
 
 
 class SpooledUploadHandler(FileUploadHandler):
@@ -55,7 +55,7 @@ class MixedInput(NoLog):
 
 def job_from_request(request: HttpRequest, *, allow_raw_body: bool = False) -> JobInput:
     """The job to diagnose. Raises LogTooLarge before reading a body that is over the limit, NoLog when there
-    is nothing to read, and kb.job_input's JobInputError (JobTooLarge past the uncompressed limit) for an
+    is nothing to read, and diagnosis.job_files's JobInputError (JobTooLarge past the uncompressed limit) for an
     archive it refuses."""
     limit = settings.KB_MAX_LOG_BYTES
     try:
@@ -138,7 +138,7 @@ def _folder_uploads(request: HttpRequest) -> list[tuple[str, UploadedFile]]:
 
 def _job_limits() -> dict[str, int]:
     """The web's limits on a job: the uncompressed bytes of the whole job (KB_MAX_JOB_BYTES) and of one file;
-    the counts of members and folders are kb.job_input's own."""
+    the counts of members and folders are diagnosis.job_files's own."""
     total = settings.KB_MAX_JOB_BYTES
     return {"total_bytes": total, "member_bytes": min(MAX_MEMBER_BYTES, total)}
 

@@ -8,9 +8,9 @@ from typing import Any
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from kb.diagnosis.engine import CONFIDENT, Diagnosis
-from kb.diagnosis.verdict import failure_text, ranks_text
-from kb.diagnosis.versions import versions_text
+from diagnosis.engine import CONFIDENT, Diagnosis
+from diagnosis.verdict import failure_text, ranks_text
+from diagnosis.versions import versions_text
 from kb.models import Case, case_url
 
 FACT_LABELS = {
@@ -122,7 +122,7 @@ _RANK_RE = re.compile(r"\[(?:rank|Rank|RANK)\s?(\d{1,6})\]|\brank (\d{1,6})\b")
 def _source_lines(sources: list[tuple[str, bytes | str]] | None) -> dict[str | None, list[str]]:
     if not sources:
         return {}
-    from kb.diagnosis.text import log_text
+    from diagnosis.text import log_text
 
     out: dict[str | None, list[str]] = {}
     for name, data in sources:

@@ -60,7 +60,7 @@ def result_context(
     evidence_templates = [line_template(row["text"]) for m in snapshot.get("matches", [])[:3] for row in m["evidence"][:4]]
     pasted_text = ""
     if len(sources) == 1 and sources[0][0] in ("pasted", "query") and len(sources[0][1]) <= EMBED_LOG_LIMIT:
-        from kb.diagnosis.text import log_text
+        from diagnosis.text import log_text
         from kb.presentation import printable
 
         pasted_text = printable(log_text(sources[0][1])[0])

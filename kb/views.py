@@ -19,7 +19,7 @@ from django.views.decorators.http import require_safe, require_http_methods
 
 from kb.diagnose import job_diagnosis_run
 from kb.extensions import facts_link
-from kb.job_input import JobFile, JobInput, JobInputError, JobTooLarge, size_text
+from diagnosis.job_files import JobFile, JobInput, JobInputError, JobTooLarge, size_text
 from kb.log_input import LogTooLarge, NoLog, job_from_request
 from kb.htmx import error_page, page_or_fragment, wants_fragment
 from kb import page_cache

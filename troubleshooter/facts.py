@@ -2,7 +2,7 @@
 
 Which fact answers which question, and how its values map to choices, is data in the tree
 (`facts:` on a question), so adding a mapping is editing YAML, not this module. The fact names and
-their types are the diagnosis engine's, declared once in kb.diagnosis.conditions.FACTS.
+their types are the diagnosis engine's, declared once in diagnosis.conditions.FACTS.
 """
 
 from __future__ import annotations

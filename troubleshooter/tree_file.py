@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kb.diagnosis.conditions import FACTS
+from diagnosis.conditions import FACTS
 from troubleshooter.roles import ROLE_VALUES
 from troubleshooter.rules import RULES
 from troubleshooter.tree_model import Choice, FactMap, Leaf, Question, Tree, tree_cycle, tree_reachable

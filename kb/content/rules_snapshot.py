@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kb.content.publish import RULES_FILE, current_build
-from kb.diagnosis.contract import Catalog
-from kb.diagnosis.rules import Rules, rules_compile
-from kb.diagnosis.scanning import literal_database_dump, literal_database_load, literal_groups_dump, literal_groups_load
+from diagnosis.contract import Catalog
+from diagnosis.rules import Rules, rules_compile
+from diagnosis.scanning import literal_database_dump, literal_database_load, literal_groups_dump, literal_groups_load
 
 FORMAT = 1
-LITERALS_FILE = "literals.hs"  # the compiled literal pass of these rules (kb.diagnosis.scanning)
-GROUPS_FILE = "literal_groups.json"  # the literal groups derived from the rules' patterns (kb.diagnosis.scanning)
+LITERALS_FILE = "literals.hs"  # the compiled literal pass of these rules (diagnosis.scanning)
+GROUPS_FILE = "literal_groups.json"  # the literal groups derived from the rules' patterns (diagnosis.scanning)
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from kb.diagnosis.scanning import required_literals, sre_parse
-from kb.diagnosis.conditions import condition_problems
-from kb.diagnosis.versions import version_spec_valid
+from diagnosis.scanning import required_literals, sre_parse
+from diagnosis.conditions import condition_problems
+from diagnosis.versions import version_spec_valid
 from kb.content.fields import Field, duplicates_check, fields_check
 from kb.content.yamllines import Problem
 

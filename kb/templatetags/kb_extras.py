@@ -6,7 +6,7 @@ from django import template
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from kb.diagnosis.versions import SOFTWARE_NAMES, versions_text as _versions_text
+from diagnosis.versions import SOFTWARE_NAMES, versions_text as _versions_text
 
 register = template.Library()
 

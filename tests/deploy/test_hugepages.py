@@ -1,5 +1,5 @@
 """gunicorn's workers start with glibc's huge-page tunable, never overriding the user's; the command line never
-starts twice (it marks its heap itself, kb/diagnosis/heap.py)."""
+starts twice (it marks its heap itself, diagnosis/heap.py)."""
 
 import subprocess
 import sys

@@ -111,7 +111,7 @@ def test_a_build_published_before_the_snapshot_existed_is_built_again(settings, 
 
 def test_the_build_holds_the_compiled_literal_pass_and_a_start_uses_it_instead_of_compiling(monkeypatch):
     from kb.content.rules_snapshot import LITERALS_FILE, rules_snapshot_read
-    from kb.diagnosis import scanning
+    from diagnosis import scanning
 
     assert (current_build(settings.SEARCH_INDEX_DIR) / LITERALS_FILE).is_file()
     scanning._LOADED.clear()
@@ -123,7 +123,7 @@ def test_the_build_holds_the_compiled_literal_pass_and_a_start_uses_it_instead_o
 
 
 def test_a_literal_pass_compiled_from_other_literals_is_not_used():
-    from kb.diagnosis import scanning
+    from diagnosis import scanning
 
     dumped = scanning.literal_database_dump([("Watchdog caught", False), ("NCCL WARN", False)])
     assert not scanning.literal_database_load([("Watchdog caught", False)], dumped)
@@ -133,7 +133,7 @@ def test_a_literal_pass_compiled_from_other_literals_is_not_used():
 def test_a_build_published_without_the_literal_pass_gets_it_at_the_first_start():
     """A build published by an older release: the first start compiles and leaves it; the next loads it."""
     from kb.content.rules_snapshot import LITERALS_FILE, rules_snapshot_read
-    from kb.diagnosis import scanning
+    from diagnosis import scanning
 
     stored = current_build(settings.SEARCH_INDEX_DIR) / LITERALS_FILE
     stored.unlink()
@@ -144,7 +144,7 @@ def test_a_build_published_without_the_literal_pass_gets_it_at_the_first_start()
 
 def test_a_start_takes_the_literal_groups_of_the_rules_patterns_from_the_build_instead_of_deriving_them(monkeypatch):
     from kb.content.rules_snapshot import GROUPS_FILE, rules_snapshot_read
-    from kb.diagnosis import scanning
+    from diagnosis import scanning
 
     assert (current_build(settings.SEARCH_INDEX_DIR) / GROUPS_FILE).is_file()
     before = dict(scanning._GROUPS)
@@ -156,7 +156,7 @@ def test_a_start_takes_the_literal_groups_of_the_rules_patterns_from_the_build_i
 
 def test_literal_groups_derived_by_other_code_are_not_taken():
     """Another release of the deriver (or of Python's regex parser) may derive other groups from the same pattern."""
-    from kb.diagnosis import scanning
+    from diagnosis import scanning
 
     dumped = json.loads(scanning.literal_groups_dump())
     assert scanning.literal_groups_load(json.dumps(dumped).encode())
@@ -167,7 +167,7 @@ def test_literal_groups_derived_by_other_code_are_not_taken():
 
 def test_a_build_published_without_the_literal_groups_gets_them_at_the_first_start():
     from kb.content.rules_snapshot import GROUPS_FILE, rules_snapshot_read
-    from kb.diagnosis import scanning
+    from diagnosis import scanning
 
     stored = current_build(settings.SEARCH_INDEX_DIR) / GROUPS_FILE
     stored.unlink()

@@ -17,10 +17,10 @@ from kb.content.harmless import harmless_files_read
 from kb.content.frontmatter import front_matter_split
 from kb.content.yamllines import YamlLineError
 from kb.content.schema import case_front_matter_check, example_text
-from kb.diagnosis.engine import log_diagnose
-from kb.diagnosis import events, facts
-from kb.diagnosis.rules import rules_compile
-from kb.diagnosis.scanning import MAX_LINE_SCAN, required_literal_groups
+from diagnosis.engine import log_diagnose
+from diagnosis import events, facts
+from diagnosis.rules import rules_compile
+from diagnosis.scanning import MAX_LINE_SCAN, required_literal_groups
 from kb.search.analysis import query_terms
 
 DOCS = case_files_read(Path(settings.CONTENT_DIR))[0]

@@ -1,5 +1,5 @@
 """A whole job uploaded in the browser form or to the API (a torchrun log dir as .tar.gz or .zip, or several
-files at once) is read by kb.job_input like the command line reads it; hostile archives are refused with a
+files at once) is read by diagnosis.job_files like the command line reads it; hostile archives are refused with a
 message, in bounded time, leaving nothing in the temp dir; page, API and CLI give the same answer."""
 
 from __future__ import annotations

@@ -283,7 +283,7 @@ def _gunicorn(folder: Path, workers: int) -> Iterator[str]:
 
 def _hung_for_an_hour(path: Path) -> None:
     """The log of a hung job was last written when it hung, not a second ago: a file written in the last few
-    seconds is read as a live log (kb.diagnosis.reading.LIVE_SECONDS), and the bench measures the usual case."""
+    seconds is read as a live log (diagnosis.reading.LIVE_SECONDS), and the bench measures the usual case."""
     then = time.time() - 3600
     os.utime(path, (then, then))
 

@@ -1,0 +1,192 @@
+"""Failures that come first: a rank killed by the kernel, a GPU fault, a crash or a Python exception
+explains the collective timeouts that follow it on the other ranks (cause before effect).
+
+torchrun's error summary names the first failure itself ("Root Cause (first observed failure)"), and it
+is read first; otherwise the earliest failure line of the log wins.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from diagnosis.scanning import TextScanner, required_literals
+from diagnosis.stacks import Stack
+from diagnosis.text import TAG_OUTPUT_PREFIX, TORCHRUN_PREFIX, LineLocator
+
+
+@dataclass(frozen=True)
+class Failure:
+    kind: str  # sigkill | oom-kill | signal | cuda-error | ecc-error | exception | exit (a bare non-zero exit code)
+    line: int
+    text: str
+    rank: int | None = None
+    time: str | None = None
+    source: str | None = None
+    start_line: int | None = None  # where the text that reports it starts (a table's header), when not `line`
+
+
+def _rule(kind: str, pattern: str) -> tuple[str, re.Pattern, tuple[str, ...]]:
+    return kind, re.compile(pattern), required_literals(pattern)
+
+
+# mpirun (Open MPI's orterun/prterun help text "proc-aborted-strsignal": "%s noticed that process rank %lu with PID %lu
+# on node %s exited on signal %d (%s).")
+_MPIRUN_SIGNAL = r"noticed that process rank \d+ with PID \d+ on node \S+ exited on signal "
+
+# Lines that are failures in their own right, never the effect of another rank's timeout.
+FAILURE_RULES = (
+    _rule("oom-kill", r"Out of memory: Killed process \d+|Memory cgroup out of memory: Killed process \d+"),
+    _rule("oom-kill", r"\boom-kill:constraint=|\boom_reaper: reaped process \d+"),
+    _rule("sigkill", r"Signal 9 \(SIGKILL\) received by PID \d+"),
+    _rule("sigkill", r"died with <Signals\.SIGKILL: 9>|exited with code 137\b|exit code: 137\b"),
+    # torch elastic's agent (api.py) and DeepSpeed's launcher (launch.py sigkill_handler) on a worker killed by SIGKILL
+    _rule("sigkill", r"failed \(exitcode: -9\) local_rank: \d+|exits with return code = -9\b"),
+    _rule("sigkill", _MPIRUN_SIGNAL + r"9\b"),
+    _rule("ecc-error", r"uncorrectable ECC error encountered"),
+    _rule("ecc-error", r"NVRM: Xid \([^)\n]{0,80}\): (?:48|63|64|92|94|95),"),
+    _rule("cuda-error", r"NVRM: Xid \([^)\n]{0,80}\): (?:74|79),|GPU has fallen off the bus"),
+    _rule(
+        "cuda-error",
+        r"CUDA error: (?:an illegal memory access was encountered|unspecified launch failure|"
+        r"an illegal instruction was encountered|misaligned address|uncorrectable NVLink error detected)",
+    ),
+    _rule(
+        "signal",
+        r"Signal (?:4|7|11) \(SIG(?:ILL|BUS|SEGV)\) received by PID \d+|Fatal Python error: (?:Segmentation fault|Bus error)"
+        rf"|{_MPIRUN_SIGNAL}(?:4|7|11)\b",
+    ),
+)
+LITERALS = tuple(lit for _, _, lits in FAILURE_RULES for lit in lits) + ("Root Cause (first observed failure)",)
+
+_ROOT_CAUSE = "Root Cause (first observed failure)"
+_TABLE_FIELD = re.compile(r"\s{0,40}(?:\[\d+\]:?\s*)?(time|rank|exitcode|traceback)\s*:\s*([^\n]{1,300})$")
+_EXITCODE = re.compile(r"(-?\d+)")
+_SIGNALS = {-9: "sigkill", -7: "signal", -11: "signal", -4: "signal"}
+# An exception that reports a distributed timeout or abort is the effect, not the cause.
+_EFFECT_WORDS = (
+    "imeout",
+    "timed out",
+    "Timed out",
+    "DistBackendError",
+    "DistNetworkError",
+    "DistStoreError",
+    "ChildFailedError",
+    "KeyboardInterrupt",
+    "SignalException",
+    "NCCL",
+    "ProcessGroup",
+    "watchdog",
+    "Connection",
+    "Broken pipe",
+    "SystemExit",
+    "aborted",
+    "Gloo",
+)
+_RANK_NEAR = re.compile(rf"{TORCHRUN_PREFIX}|\[Rank (\d{{1,5}})\]|{TAG_OUTPUT_PREFIX}|\brank[ :=]{{1,3}}(\d{{1,5}})\b")
+_TIME = re.compile(
+    r"(\d{4}-\d\d-\d\d[T _]\d\d:\d\d:\d\d)|[EWIF](\d{4} \d\d:\d\d:\d\d)|\[(\w{3} \w{3} {1,2}\d{1,2} \d\d:\d\d:\d\d \d{4})\]"
+)
+
+
+def first_failure(scanner: TextScanner, lines: LineLocator, stacks: list[Stack], source: str | None = None) -> Failure | None:
+    """The failure that came first in one text: torchrun's own root cause when it printed one, else the
+    earliest failure line or non-distributed exception."""
+    root = _root_cause(scanner, lines, source)
+    if root is not None and root.kind != "exit":
+        return root
+    found: list[tuple[int, Failure]] = []
+    for kind, regex, literals in FAILURE_RULES:
+        match = next(scanner.matches(regex, literals), None)
+        if match:
+            offset = match.start()
+            line_text = lines.line_text(offset, limit=300)
+            found.append(
+                (offset, Failure(kind, lines.line_number(offset), line_text, _rank_in(line_text), _time_in(line_text), source))
+            )
+    for stack in stacks:
+        if failure_exception(stack):
+            offset = stack.offset
+            found.append((offset, Failure("exception", stack.line, stack.exception, stack.rank, None, source)))
+            break
+    if not found:
+        return root  # a plain non-zero exit: what failed is not known, only that something did
+    return min(found, key=lambda item: item[0])[1]
+
+
+def failure_exception(stack: Stack) -> bool:
+    """A traceback that ends in an error of its own (not an interrupt, nor a distributed timeout or abort,
+    which are what waiting looks like when it is cut short)."""
+    return stack.kind == "traceback" and bool(stack.exception) and not any(w in stack.exception for w in _EFFECT_WORDS)
+
+
+def _root_cause(scanner: TextScanner, lines: LineLocator, source: str | None) -> Failure | None:
+    """torchrun's error summary: the "Root Cause (first observed failure)" entry, unless another entry of the
+    same table ("Failures:") shows a process killed by a signal. On PyTorch up to 2.1 the surviving rank that
+    saw its peer vanish ("Connection closed by peer", exit code 1) can be listed as the root cause while the
+    rank the kernel killed (-9) sits under Failures: the kill came first."""
+    span = next(iter(scanner.lines_with(_ROOT_CAUSE)), None)
+    if span is None:
+        return None
+    text = scanner.text
+    table_start = text.rfind("Failures:", max(0, span[0] - 20_000), span[0])
+    entries = _table_entries(text, table_start if table_start != -1 else span[0], span[0])
+    root = _table_entries(text, span[1] + 1, None, limit=1)
+    killed = [e for e in entries + root if e["exitcode"] in _SIGNALS and e["exitcode"] != -6]
+    chosen = min(killed, key=lambda e: (e.get("time") or "", e["exitcode"] != -9)) if killed else (root[0] if root else None)
+    if chosen is None:
+        return None
+    exitcode = chosen["exitcode"]
+    kind = _SIGNALS.get(exitcode, "exit" if exitcode > 0 else "signal")
+    return Failure(
+        kind,
+        lines.line_number(chosen["offset"]),
+        f"exitcode {exitcode}: {chosen.get('traceback', '')}"[:300],
+        chosen.get("rank"),
+        chosen.get("time"),
+        source,
+        start_line=lines.line_number(span[0]),
+    )
+
+
+def _table_entries(text: str, start: int, end: int | None, limit: int = 16) -> list[dict]:
+    """Entries (`[N]:` then `time`, `rank`, `exitcode`, `traceback` fields) of a torchrun failure table."""
+    entries: list[dict] = []
+    current: dict | None = None
+    pos = start
+    stop = len(text) if end is None else end
+    for _ in range(limit * 10):
+        if pos >= stop:
+            break
+        line_end = text.find("\n", pos)
+        line_end = len(text) if line_end == -1 else line_end
+        match = _TABLE_FIELD.match(text, pos, min(line_end, pos + 400))
+        if match:
+            if current is None or match.group(1) in current:
+                if len(entries) >= limit:
+                    break
+                current = {"offset": pos}
+                entries.append(current)
+            value = match.group(2).strip()
+            if match.group(1) == "exitcode":
+                code = _EXITCODE.match(value)
+                current["exitcode"] = int(code.group(1)) if code else 0
+            elif match.group(1) == "rank":
+                rank = re.match(r"(\d+)", value)
+                current["rank"] = int(rank.group(1)) if rank else None
+            else:
+                current[match.group(1)] = value
+        elif current is not None and text.startswith(("=====", "-----"), pos) and end is None:
+            break
+        pos = line_end + 1
+    return [e for e in entries if "exitcode" in e]
+
+
+def _rank_in(line: str) -> int | None:
+    match = _RANK_NEAR.search(line)
+    return int(next(g for g in match.groups() if g is not None)) if match else None
+
+
+def _time_in(line: str) -> str | None:
+    match = _TIME.search(line)
+    return next(g for g in match.groups() if g is not None) if match else None

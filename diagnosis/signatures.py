@@ -1,0 +1,121 @@
+"""Compile the signatures from case front matter and find where they match in a log.
+
+Each pattern is matched one line at a time, but only on the lines that contain one of its required
+literals (see diagnosis.scanning), so a large log costs a few substring searches per pattern.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+from diagnosis.scanning import TextScanner, required_literal_groups
+
+
+@dataclass(frozen=True)
+class Signature:
+    case: str
+    id: str
+    description: str
+    weight: float
+    anchor: bool
+    pattern: str
+    flags: int
+    ignorecase: bool
+    guards: tuple[tuple[str, ...], ...]  # every match contains one literal of each group, best group first
+
+    @property
+    def regex(self) -> re.Pattern:
+        """Compiled on first use: most signatures' literals are absent from a given log, so the command line
+        on a short paste compiles a handful of patterns, not all of them."""
+        return _compiled(self.pattern, self.flags)
+
+    @property
+    def literals(self) -> tuple[str, ...]:
+        """The group whose lines are scanned: every match contains one of these."""
+        return self.guards[0] if self.guards else ()
+
+    @functools.cached_property  # asked for every signature of every file of a job
+    def prefilter(self) -> tuple[tuple[str, ...], ...]:
+        """The groups the one-pass prefilter checks: the scanned group, and the other groups whose literals
+        are distinctive. Short common ones (' - ', 'NCCL') occur in nearly every log and would only slow the
+        pass; so would a group found wherever the scanned one is ('NCCL WARN ' beside 'NCCL WARN NET/IB : Got
+        completion from peer '): a group left out counts as present."""
+        scanned = self.guards[:1]
+        return scanned + tuple(
+            group
+            for group in self.guards[1:]
+            if min(len(lit) for lit in group) >= PREFILTER_MIN and not _contained(scanned[0], group)
+        )
+
+
+def _contained(scanned: tuple[str, ...], group: tuple[str, ...]) -> bool:
+    """Every literal of the scanned group holds one of `group`'s: wherever the scanned group occurs, so does `group`."""
+    return all(any(lit in outer for lit in group) for outer in scanned)
+
+
+def signatures_compile(cases: Iterable[dict]) -> list[Signature]:
+    """From `[{"slug": ..., "signatures": [...]}, ...]` (front matter or database rows) to Signatures."""
+    compiled: list[Signature] = []
+    for case in cases:
+        for sig in case["signatures"]:
+            ignorecase = "ignorecase" in (sig.get("flags") or [])
+            flags = re.MULTILINE | (re.IGNORECASE if ignorecase else 0)
+            compiled.append(
+                Signature(
+                    case=case["slug"],
+                    id=sig["id"],
+                    description=sig["description"],
+                    weight=float(sig["weight"]),
+                    anchor=bool(sig.get("anchor", False)),
+                    pattern=sig["pattern"],
+                    flags=flags,
+                    ignorecase=ignorecase,
+                    guards=required_literal_groups(sig["pattern"], ignorecase),
+                )
+            )
+    return compiled
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled(pattern: str, flags: int) -> re.Pattern:
+    return re.compile(pattern, flags)
+
+
+@dataclass(frozen=True)
+class Hit:
+    signature: Signature
+    offset: int
+    end: int
+    groups: dict[str, str]
+
+
+PREFILTER_MIN = 6
+MAX_COUNTED_LINES = 100  # a signal that matched this many lines is reported as "100 or more"; counting on costs time
+
+
+def signature_hits(
+    scanner: TextScanner, signatures: list[Signature], *, per_signature: int = 3, start: int = 0, end: int | None = None
+) -> Iterator[tuple[Signature, list[Hit], int]]:
+    """For each signature present: its first few hits and the number of lines it matched (capped), counting
+    only matches from `start` to `end` (a window's own part, when the text carries context around it)."""
+    for sig in signatures:
+        if not scanner.can_match(sig.prefilter, sig.ignorecase):
+            continue
+        hits: list[Hit] = []
+        total = 0
+        for match in scanner.matches(sig.regex, sig.literals, sig.ignorecase):
+            if match.start() < start:
+                continue
+            if end is not None and match.start() >= end:
+                break
+            total += 1
+            if total >= MAX_COUNTED_LINES:
+                break
+            if len(hits) < per_signature:
+                groups = {k: v for k, v in match.groupdict().items() if v is not None}
+                hits.append(Hit(signature=sig, offset=match.start(), end=match.end(), groups=groups))
+        if total:
+            yield sig, hits, total
