@@ -99,6 +99,74 @@ FACTS: dict[str, tuple[str, str]] = {
     "ras_counts_frozen": ("bool", "two ncclras JSON reports pasted together show the same counts: hung, not slow"),
 }
 
+# What a page calls each fact; a fact without a label is shown by its name. Every key is one of FACTS (tested).
+FACT_LABELS = {
+    "op_type": "Collective (OpType)",
+    "seq_num": "Sequence number",
+    "timeout_ms": "Timeout (ms)",
+    "ran_for_ms": "Ran for (ms)",
+    "timed_out_ranks": "Ranks that timed out",
+    "ranks": "Ranks seen",
+    "world_size": "World size",
+    "stage": "Last stage reached",
+    "launcher": "Launcher",
+    "frameworks": "Frameworks",
+    "parallelism": "Model-parallel layouts",
+    "torch_version": "PyTorch",
+    "nccl_version": "NCCL",
+    "te_version": "TransformerEngine",
+    "cuda_version": "CUDA",
+    "kernel_version": "Linux kernel",
+    "interfaces": "Network interfaces",
+    "transport": "NCCL network transport",
+    "p2p_channels": "P2P transports",
+    "hosts": "Hosts",
+    "process_groups": "Process groups",
+    "store_timeout_s": "Store timeout (s)",
+    "timeout_set_s": "Timeout the framework was set to (s)",
+    "timeout_not_applied": "That timeout did not reach the process group",
+    "watchdog_late_s": "Watchdog reported the timeout this late (s)",
+    "stages_done": "Stages completed",
+    "silent_ranks": "Silent ranks",
+    "behind_ranks": "Ranks behind",
+    "ranks_disagree": "Ranks disagree (desync)",
+    "first_collective": "Stuck in the first collective",
+    "nccl_versions": "NCCL releases printed",
+    "ras_missing_ranks": "RAS: ranks not answering",
+    "debug_unanswered_ranks": "Debug server: ranks not answering",
+    "ras_dead_processes": "RAS: processes declared dead",
+    "ras_behind_ranks": "RAS: ranks behind",
+    "ras_counts_frozen": "RAS: counts frozen between reports",
+    "nccl_builds_differ": "Different NCCL builds across nodes",
+    "torch_band": "PyTorch (dated by wording)",
+    "nccl_band": "NCCL (dated by wording)",
+    "object_collective": "Object collective (size exchange)",
+    "first_failure": "First failure",
+    "first_failure_rank": "Rank that failed first",
+    "stack_frames": "Innermost stack frames",
+    "nccl_tests": "nccl-tests",
+    "p2p_check": "CUDA peer-to-peer test",
+    "shm_size_mb": "/dev/shm size (MiB)",
+    "gpu_links": "GPU links (topo -m)",
+    "ib_port_state": "IB port state",
+    "link_layer": "IB link layer",
+}
+# Facts read for the conditions but not shown: `launcher` already says the outermost one.
+HIDDEN_FACTS = frozenset({"launchers"})
+
+
+def fact_rows(facts: dict[str, Any]) -> list[tuple[str, str]]:
+    """The facts as (label, value) rows for a page or a report: long lists cut to 40 with the total."""
+    rows = []
+    for key, value in facts.items():
+        if key in HIDDEN_FACTS:
+            continue
+        if isinstance(value, list):
+            value = ", ".join(str(v) for v in value[:40]) + (f" … ({len(value)} in all)" if len(value) > 40 else "")
+        rows.append((FACT_LABELS.get(key, key.replace("_", " ").capitalize()), str(value)))
+    return rows
+
+
 OPERATORS_BY_TYPE = {
     "bool": {"equals", "present"},
     "int": {"equals", "in", "at_least", "at_most", "present"},

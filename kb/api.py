@@ -10,7 +10,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe, require_POST
 
-from kb.diagnose import diagnosis_json, job_diagnosis_run
+from kb.diagnose import job_diagnosis_run
 from kb.forms import MAX_QUERY_CHARS, SearchForm
 from diagnosis.job_files import JobInputError, JobTooLarge
 from kb.log_input import LogTooLarge, NoLog, job_from_request
@@ -73,8 +73,8 @@ def diagnose(request: HttpRequest) -> JsonResponse:
         top = max(1, min(int(request.GET.get("top", 5)), 20))
     except ValueError:
         return JsonResponse({"error": "top must be a whole number"}, status=400)
-    diagnosis = job_diagnosis_run(job, top=top, budget_s=settings.KB_DIAGNOSIS_BUDGET_S)
-    return JsonResponse(diagnosis_json(diagnosis, notes=job.notes), json_dumps_params={"ensure_ascii": False})
+    result = job_diagnosis_run(job, top=top, budget_s=settings.KB_DIAGNOSIS_BUDGET_S)
+    return JsonResponse(result.to_json(), json_dumps_params={"ensure_ascii": False})
 
 
 @answers_json

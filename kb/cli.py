@@ -15,13 +15,13 @@ import importlib
 import os
 import sys
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from config.memory import memory_available_bytes
 from kb.content.revision import LOAD_HINT, content_revision, drift_text
 from kb.content.rules_snapshot import rules_snapshot_read
-from diagnosis.contract import diagnosis_json, diagnosis_text, json_text
-from diagnosis.engine import log_diagnose
+import diagnosis
+from diagnosis.result import Result, json_text
 from diagnosis.flight_recorder import flight_recorder_detect
 from diagnosis.reading import Source
 
@@ -102,8 +102,8 @@ def top_check(top: int) -> None:
         raise CliError("--top must be at least 1")
 
 
-def answer_text(result: dict[str, Any], as_json: bool) -> str:
-    return json_text(result) if as_json else diagnosis_text(result)
+def answer_text(result: Result, as_json: bool) -> str:
+    return json_text(result.to_json()) if as_json else result.to_text()
 
 
 def _is_dump(file: Path) -> bool:
@@ -157,6 +157,8 @@ def fast_main(
     except CliError as err:
         stderr.write(f"CommandError: {err}\n")
         return 1
-    diagnosis = log_diagnose(sources, snapshot.rules, top=args.top, workers=workers_allowed(), ranks=ranks)
-    stdout.write(answer_text(diagnosis_json(diagnosis, snapshot.catalog, notes=notes), args.json) + "\n")
+    result = diagnosis.diagnose(
+        sources, snapshot.rules, snapshot.catalog, top=args.top, workers=workers_allowed(), ranks=ranks, notes=notes
+    )
+    stdout.write(answer_text(result, args.json) + "\n")
     return 0

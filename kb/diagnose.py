@@ -1,21 +1,33 @@
-"""The diagnosis as the site and the CLI serve it: rules from the database, JSON per DESIGN.md."""
+"""The diagnosis as the site serves it: the rules and the catalog of the served content revision, compiled once per
+revision, handed to `diagnosis.diagnose`."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.urls import reverse
 
-from diagnosis.engine import Diagnosis, log_diagnose
+import diagnosis
+from diagnosis import Catalog, Result
+from diagnosis.job_files import JobInput
 from diagnosis.reading import Source
 from diagnosis.rules import Rules, rules_compile
-from diagnosis import contract
-from diagnosis.contract import Catalog
-from diagnosis.job_files import JobInput
 from kb.models import Case, ContentState, HarmlessLine, case_url
 
-_cache: dict[str, Rules] = {}
 CASE_RULE_FIELDS = ("slug", "signatures", "conditions", "frames", "steps", "guide")
+
+
+@dataclass(frozen=True)
+class Served:
+    """What a diagnosis of the served revision needs: its compiled rules and the catalog its answers link to."""
+
+    revision: str
+    rules: Rules
+    catalog: Catalog
+
+
+_cache: dict[str, Served] = {}
 
 
 def rules_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -28,13 +40,30 @@ def rules_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return list(Case.objects.values(*CASE_RULE_FIELDS)), harmless
 
 
-def rules_current() -> Rules:
-    """Compiled rules of the loaded content, recompiled only when the content revision changes."""
+def catalog_current() -> Catalog:
+    """Titles, summaries, sections and addresses of every loaded case."""
+    rows = list(Case.objects.values_list("slug", "title", "summary", "sections"))
+    return Catalog(
+        titles={slug: title for slug, title, _, _ in rows},
+        case_urls={slug: case_url(slug) for slug, _, _, _ in rows},
+        harmless_url=reverse("kb:harmless_list"),
+        summaries={slug: summary for slug, _, summary, _ in rows},
+        sections={slug: [{"id": s["id"], "title": s["title"]} for s in sections] for slug, _, _, sections in rows},
+    )
+
+
+def served_current() -> Served:
+    """The served revision's rules and catalog, built again only when the content revision changes."""
     revision = ContentState.loaded_revision()
     if revision not in _cache:
         _cache.clear()
-        _cache[revision] = rules_compile(*rules_rows())
+        _cache[revision] = Served(revision, rules_compile(*rules_rows()), catalog_current())
     return _cache[revision]
+
+
+def rules_current() -> Rules:
+    """Compiled rules of the loaded content."""
+    return served_current().rules
 
 
 def diagnosis_run(
@@ -44,27 +73,25 @@ def diagnosis_run(
     budget_s: float | None = None,
     workers: int = 1,
     ranks: dict[str, int] | None = None,
-) -> Diagnosis:
-    return log_diagnose(sources, rules_current(), top=top, budget_s=budget_s, workers=workers, ranks=ranks)
+    notes: list[str] | None = None,
+    context: bool = False,
+) -> Result:
+    """Diagnose sources with the served rules, and name the answer from the served catalog."""
+    served = served_current()
+    return diagnosis.diagnose(
+        sources,
+        served.rules,
+        served.catalog,
+        top=top,
+        budget_s=budget_s,
+        workers=workers,
+        ranks=ranks,
+        notes=notes,
+        context=context,
+    )
 
 
-def job_diagnosis_run(job: JobInput, *, top: int = 5, budget_s: float | None = None) -> Diagnosis:
+def job_diagnosis_run(job: JobInput, *, top: int = 5, budget_s: float | None = None, context: bool = False) -> Result:
     """A job read by diagnosis.job_files (an upload, an archive, a directory): its files with the ranks their paths
     name. The page, the API and the command line all diagnose a job through this one call."""
-    return diagnosis_run(job.sources(), top=top, budget_s=budget_s, ranks=job.ranks())
-
-
-def catalog_current(slugs: list[str] | None = None) -> Catalog:
-    """Titles and addresses of the loaded cases (of `slugs` only, when given: a page shows a few)."""
-    rows = Case.objects.all() if slugs is None else Case.objects.filter(slug__in=slugs)
-    titles = dict(rows.values_list("slug", "title"))
-    urls = {slug: case_url(slug) for slug in (titles if slugs is None else slugs)}
-    return Catalog(titles=titles, case_urls=urls, harmless_url=reverse("kb:harmless_list"))
-
-
-def diagnosis_json(diagnosis: Diagnosis, *, notes: list[str] | None = None) -> dict[str, Any]:
-    """The contract's JSON (diagnosis.contract) with the loaded cases' titles and addresses."""
-    slugs = {m.slug for m in diagnosis.matches} | {
-        g["case"] for g in (diagnosis.rank_groups or {}).get("groups", []) if g.get("case")
-    }
-    return contract.diagnosis_json(diagnosis, catalog_current(sorted(slugs)), notes=notes)
+    return diagnosis_run(job.sources(), top=top, budget_s=budget_s, ranks=job.ranks(), notes=job.notes, context=context)

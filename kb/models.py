@@ -123,7 +123,7 @@ class Report(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField(db_index=True)
     delete_token_hash = models.CharField(max_length=64)  # sha256 of the creator's token; the token is not kept
-    data = models.JSONField(default=dict)  # the result snapshot (kb/presentation.py), redacted
+    data = models.JSONField(default=dict)  # the result snapshot (diagnosis/result.py), redacted
     log = models.TextField(blank=True)  # the full log, redacted, only when the creator ticked the box
     masked = models.BooleanField(default=False)
     best_slug = models.CharField(max_length=100, blank=True)

@@ -20,7 +20,8 @@ from django.views.decorators.http import require_POST, require_safe, require_htt
 
 from kb.htmx import error_page, wants_fragment
 from kb.models import Case, LineTemplate, Report
-from kb.presentation import snapshot_markdown, snapshot_view
+from diagnosis.result import Result, snapshot_markdown
+from kb.result_view import snapshot_view
 from kb.reports import store
 from kb.reports.templates import draft_signature, interesting_templates, line_template
 
@@ -43,7 +44,7 @@ def _cases_for_select() -> list[dict[str, str]]:
 
 
 def result_context(
-    request: HttpRequest, snapshot: dict[str, Any], sources: list[tuple[str, bytes]], *, pasted: bool
+    request: HttpRequest, snapshot: dict[str, Any], result: Result, logs: list[tuple[str, bytes]], *, pasted: bool
 ) -> dict[str, Any]:
     """What a live result adds: the signed snapshot for Share, the vote ballot, and the bookkeeping of a paste
     (a count for the case that answered it, or masked templates when nothing did)."""
@@ -53,17 +54,13 @@ def result_context(
             store.match_count(best)
         elif not snapshot.get("harmless") or snapshot.get("matches"):
             templates: list[str] = []
-            for _, data in sources:
-                text = data[:UNMATCHED_SCAN_BYTES].decode("utf-8", errors="replace") if isinstance(data, bytes) else data
-                templates += interesting_templates(text)
+            for key in result.texts.lines if result.texts else ():
+                templates += interesting_templates(result.texts.text(key)[:UNMATCHED_SCAN_BYTES])
             store.templates_record("unmatched", templates[:80])
     evidence_templates = [line_template(row["text"]) for m in snapshot.get("matches", [])[:3] for row in m["evidence"][:4]]
     pasted_text = ""
-    if len(sources) == 1 and sources[0][0] in ("pasted", "query") and len(sources[0][1]) <= EMBED_LOG_LIMIT:
-        from diagnosis.text import log_text
-        from kb.presentation import printable
-
-        pasted_text = printable(log_text(sources[0][1])[0])
+    if len(logs) == 1 and logs[0][0] in ("pasted", "query") and len(logs[0][1]) <= EMBED_LOG_LIMIT and result.texts:
+        pasted_text = result.texts.text()
     best_match = next((m for m in snapshot.get("matches", []) if m["slug"] == best), None)
     return {
         "share": {

@@ -27,7 +27,7 @@ from kb.content.publish import served_build
 from kb.forms import MAX_QUERY_CHARS, SearchForm, TagFilterForm, query_is_keywords  # noqa: F401 (MAX_QUERY_CHARS: kept importable from here)
 from kb.models import Alias, Case, ContentState, HarmlessLine
 from kb.search.index import IndexMissing, search as text_search, search_results
-from kb.presentation import body_with_step_versions, result_snapshot, snapshot_view
+from kb.result_view import body_with_step_versions, snapshot_view
 from kb.report_views import case_ballot, case_feedback_context, result_context
 from kb.reports.store import case_page_state
 from kb.selectors import case_tags, cases_listed, linked_from, related_cases, tags_by_facet
@@ -162,20 +162,17 @@ def diagnose(request: HttpRequest) -> HttpResponse:
 def _results(request: HttpRequest, search_text: str, job: JobInput, *, pasted: bool) -> dict:
     """Diagnose, search, and shape the answer-first result; a paste (not a search link) also counts
     towards the case's numbers, or, when nothing explained it, towards the curators' templates."""
-    diagnosis = job_diagnosis_run(job, budget_s=settings.KB_DIAGNOSIS_BUDGET_S)
-    sources = job.logs()
+    result = job_diagnosis_run(job, budget_s=settings.KB_DIAGNOSIS_BUDGET_S, context=True)
     try:
         hits = text_search(search_text, index_dir=settings.SEARCH_INDEX_DIR, limit=5)
     except IndexMissing:
         hits = []
-    wizard_url = facts_link(diagnosis.facts) if diagnosis.facts else None
+    wizard_url = facts_link(result.facts) if result.facts else None
     # Evidence that does not explain the hang: offer the script that records what the next run needs.
-    capture_url = (
-        None if diagnosis.confident and diagnosis.confident[0].kind == "cause" else facts_link(diagnosis.facts, "capture")
-    )
-    snapshot = result_snapshot(diagnosis, sources, hits=hits, wizard_url=wizard_url, capture_url=capture_url, notes=job.notes)
+    capture_url = None if result.confident_cause else facts_link(result.facts, "capture")
+    snapshot = result.to_snapshot(hits=hits, wizard_url=wizard_url or "", capture_url=capture_url or "")
     context = {"result": snapshot_view(snapshot), "hits": snapshot["hits"], "wizard_url": wizard_url}
-    context.update(result_context(request, snapshot, sources, pasted=pasted))
+    context.update(result_context(request, snapshot, result, job.logs(), pasted=pasted))
     return context
 
 

@@ -1,5 +1,5 @@
 """What the wizard's templates show, shaped from the engine's Step (the view-model half of the views, like
-kb/presentation.py): answers with Change links and where they came from, the question with the current answer
+kb/result_view.py): answers with Change links and where they came from, the question with the current answer
 selected, the leaf with its script and a sentence that says what the script does."""
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kb.content.publish import RULES_FILE, current_build
-from diagnosis.contract import Catalog
+from diagnosis.result import Catalog
 from diagnosis.rules import Rules, rules_compile
 from diagnosis.scanning import literal_database_dump, literal_database_load, literal_groups_dump, literal_groups_load
 
@@ -41,6 +41,8 @@ def rules_snapshot_write(build: Path, *, revision: str, cases: list[dict], harml
         "titles": catalog.titles,
         "case_urls": catalog.case_urls,
         "harmless_url": catalog.harmless_url,
+        "summaries": catalog.summaries,
+        "sections": catalog.sections,
     }
     rules = rules_compile(cases, harmless)
     _build_file_write(build, GROUPS_FILE, literal_groups_dump())
@@ -63,7 +65,13 @@ def rules_snapshot_read(index_root: Path) -> RulesSnapshot | None:
         return None
     if body.get("format") != FORMAT:
         return None
-    catalog = Catalog(titles=body["titles"], case_urls=body["case_urls"], harmless_url=body["harmless_url"])
+    catalog = Catalog(
+        titles=body["titles"],
+        case_urls=body["case_urls"],
+        harmless_url=body["harmless_url"],
+        summaries=body.get("summaries", {}),  # absent from builds published before the Result kept them
+        sections=body.get("sections", {}),
+    )
     groups_loaded = _build_file_load(build, GROUPS_FILE, literal_groups_load)
     rules = rules_compile(body["cases"], body["harmless"])
     if not groups_loaded:  # a build published by an older release, or derived by other code: left for the next start

@@ -100,7 +100,7 @@ def test_evidence_is_one_row_per_line_with_reasons_in_words_and_the_odd_rank_fir
 
 
 def test_a_long_line_is_cut_around_the_highlight():
-    from kb.presentation import _cut
+    from kb.result_view import _cut
 
     text = "x" * 400 + "Watchdog caught collective operation timeout" + "y" * 400
     start = 400
@@ -172,7 +172,7 @@ def test_an_unmatched_paste_leaves_only_masked_templates(client):
 
 def test_why_this_confidence_lists_only_the_signals_that_count():
     """A signal of weight 0 adds nothing to the sentence, not even a separator."""
-    from kb.presentation import snapshot_view
+    from kb.result_view import snapshot_view
 
     snapshot = {
         "matches": [

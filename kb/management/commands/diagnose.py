@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from kb.checks import content_drift_check
 from kb.cli import HELP, CliError, answer_text, arguments_add, sources_read, top_check, workers_allowed
-from kb.diagnose import diagnosis_json, diagnosis_run
+from kb.diagnose import diagnosis_run
 
 
 class Command(BaseCommand):
@@ -25,5 +25,5 @@ class Command(BaseCommand):
             sources, ranks, notes = sources_read(paths, max_bytes)
         except CliError as err:
             raise CommandError(str(err)) from None
-        diagnosis = diagnosis_run(sources, top=top, workers=workers_allowed(), ranks=ranks)
-        self.stdout.write(answer_text(diagnosis_json(diagnosis, notes=notes), json))
+        result = diagnosis_run(sources, top=top, workers=workers_allowed(), ranks=ranks, notes=notes)
+        self.stdout.write(answer_text(result, json))
