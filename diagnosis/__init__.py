@@ -10,7 +10,7 @@ from typing import Sequence
 
 from diagnosis.engine import log_diagnose
 from diagnosis.evidence import SourceText
-from diagnosis.flight_recorder import flight_recorder_detect
+from diagnosis.readers.flight_recorder import flight_recorder_detect
 from diagnosis.reading import Source
 from diagnosis.result import Catalog, Result, result_build
 from diagnosis.rules import Rules

@@ -10,31 +10,21 @@ from pathlib import Path
 from typing import Any
 
 from diagnosis.conditions import condition_holds
-from diagnosis.events import Failure, failure_exception
-from diagnosis.facts import (
+from diagnosis.readers.events import Failure, failure_exception
+from diagnosis.readers.facts import (
     BAND_FACTS,
     GENERIC_FACTS,
     facts_bounded,
-    facts_with_rule_values,
     rank_facts,
-    rank_state_merge,
 )
-from diagnosis.flight_recorder import FlightRecorderReading, flight_recorder_detect, flight_recorder_read
+from diagnosis.readers.flight_recorder import FlightRecorderReading, flight_recorder_detect, flight_recorder_read
 from diagnosis.parallel import paths_read
-from diagnosis.reading import (
-    MAX_HARMLESS,
-    Evidence,
-    FileReading,
-    Harmless,
-    Source,
-    facts_merge,
-    per_case_merge,
-    reading_rank_set,
-    source_read,
-)
+from diagnosis.readers import READERS
+from diagnosis.readers.base import Evidence, FileReading, Harmless, JobParts
+from diagnosis.reading import Source, reading_rank_set, source_read
 from diagnosis.rules import Rules
-from diagnosis.stacks import Stack, stack_collectives
-from diagnosis.timeouts import TimeoutSeen, timeouts_merge, timeouts_summary
+from diagnosis.readers.stacks import Stack, stack_collectives
+from diagnosis.readers.timeouts import timeouts_summary
 from diagnosis.rank_groups import rank_groups_build
 from diagnosis.verdict import RankVerdict, rank_verdict, seqnum_counters_apart, stack_groups, verdict_facts
 from diagnosis.versions import version_in, versions_overlap
@@ -76,7 +66,7 @@ class Diagnosis:
     stack_groups: list[dict] = field(default_factory=list)
     recorder: FlightRecorderReading | None = None
     rank_groups: dict[str, Any] | None = None  # where every rank is (diagnosis/rank_groups.py)
-    timeouts: dict[str, Any] | None = None  # the limits the log shows, first to fire first (diagnosis/timeouts.py)
+    timeouts: dict[str, Any] | None = None  # the limits the log shows, first to fire first (diagnosis/readers/timeouts.py)
 
     @property
     def confident(self) -> list[CaseMatch]:
@@ -146,25 +136,12 @@ def job_diagnose(
     job model and score every case. `file_ranks` (rank -> bytes of its files, from their paths) says which
     ranks the job has even when they printed nothing: torchrun writes a folder for every local rank."""
     started = started if started is not None else time.perf_counter()
-    per_case: dict[str, dict[str, Any]] = {}
-    facts: dict[str, Any] = {}
-    all_ranks: dict = {}
-    all_stacks: list[tuple[Stack, str | None]] = []
-    dump_groups: list[dict[str, Any]] = []
-    failures: list[Failure] = []
-    harmless: list[Harmless] = []
-    limits: list[TimeoutSeen] = []
+    job = JobParts()
     for reading in readings:
-        per_case_merge(per_case, reading.per_case)
-        facts_merge(facts, facts_with_rule_values(reading.facts, reading.rule_values))
-        for state in reading.ranks.values():
-            rank_state_merge(all_ranks, state)
-        all_stacks += [(stack, reading.label) for stack in reading.stacks]
-        dump_groups += reading.dump_groups
-        if reading.failure:
-            failures.append(reading.failure)
-        harmless += [h for h in reading.harmless if len(harmless) < MAX_HARMLESS]
-        timeouts_merge(limits, reading.timeouts, reading.label)
+        for reader in READERS:
+            reader.job_add(job, reading)
+    per_case, facts, all_ranks, all_stacks = job.per_case, job.facts, job.ranks, job.stacks
+    dump_groups, failures, harmless, limits = job.dump_groups, job.failures, job.harmless, job.limits
 
     if len(facts.get("nccl_versions") or []) > 1 or {"<2.24", ">=2.24"} <= set(facts.get("nccl_band") or []):
         facts["nccl_builds_differ"] = True  # nodes (or containers) run different NCCL builds

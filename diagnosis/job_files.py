@@ -15,7 +15,7 @@ Ranks come from the paths:
     (Flight Recorder's default dump prefix). `local_rank3` is a local rank.
   - `node-2.out` (a node) and NCCL_DEBUG_FILE names built from `%h.%p` (host.pid) carry no rank.
 
-The debug server's periodic dumps (`stacks_<YYYYmmdd_HHMMSS>.txt`, diagnosis/debug_dumps.py) hold every rank
+The debug server's periodic dumps (`stacks_<YYYYmmdd_HHMMSS>.txt`, diagnosis/readers/debug_dumps.py) hold every rank
 in one file and are read as logs; of several rounds of one kind in one folder only the newest is read.
 """
 
@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from diagnosis.debug_dumps import debug_dump_rounds
-from diagnosis.flight_recorder import flight_recorder_detect, pickle_global_asked
+from diagnosis.readers.debug_dumps import debug_dump_rounds
+from diagnosis.readers.flight_recorder import flight_recorder_detect, pickle_global_asked
 
 MAX_TOTAL_BYTES = 2 * 1024**3  # uncompressed bytes of every member together
 MAX_MEMBERS = 5000  # entries in an archive or files under a directory (folders count)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Protocol
 
-from diagnosis.reading import Evidence
+from diagnosis.readers.base import Evidence
 from diagnosis.rules import Step
 from diagnosis.verdict import RankVerdict, ranks_text
 

@@ -11,37 +11,20 @@ have come from a terminal or a web page is read whole and repaired first (see te
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import io
 import mmap
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Iterable, Iterator, Union
+from typing import BinaryIO, Iterable, Iterator, Union
 
-from diagnosis import tools
-from diagnosis.debug_dumps import debug_dumps_read
-from diagnosis.events import Failure, first_failure
-from diagnosis.facts import (
-    FRAMEWORKS,
-    MAX_FACT_LINES,
-    PARALLELISM,
-    SRUN_HEAD_CHARS,
-    STAGES_DONE,
-    RankState,
-    facts_extract,
-    rank_state_merge,
-    rule_values_extend,
-    rule_values_read,
-    srun_labelled,
-)
 from diagnosis.heap import freed_memory_kept
+from diagnosis.readers import READERS
+from diagnosis.readers.base import FileReading, Window
+from diagnosis.readers.facts import SRUN_HEAD_CHARS, srun_labelled
 from diagnosis.rules import Rules
 from diagnosis.scanning import NO_PLAN, Presence, ScanPlan, TextScanner, presence_started, scan_plan
-from diagnosis.signatures import MAX_COUNTED_LINES, signature_hits
-from diagnosis.stacks import Stack, stacks_extract
-from diagnosis.timeouts import TimeoutSeen, timeouts_extract, timeouts_merge
 from diagnosis.text import REPAIR_LIMIT, LineLocator, bytes_clean, cleaned_decode, log_clean, paste_repair
 
 EVIDENCE_PER_SIGNAL = 3
@@ -60,48 +43,6 @@ LOOKBEHIND_BYTES = 4096  # lines before a window: a stack's heading ("=== rank 3
 
 Source = Union[bytes, str, Path, BinaryIO]
 Span = tuple[int, int, int, int]  # a window: where its look-behind starts, its own part starts and ends, its look-ahead ends
-
-
-@dataclass
-class Evidence:
-    line: int
-    text: str
-    signal: str
-    source: str | None = None
-    groups: dict[str, str] = field(default_factory=dict)
-    span: tuple[int, int] = (0, 0)  # the matched part, as offsets into `text`
-
-
-@dataclass
-class Harmless:
-    line: int
-    text: str
-    id: str
-    title: str
-    why: str
-    source: str | None = None
-
-
-@dataclass
-class FileReading:
-    """What one file yields."""
-
-    per_case: dict[str, dict[str, Any]] = field(default_factory=dict)  # slug -> {"signals": {...}, "evidence": [...]}
-    facts: dict[str, Any] = field(default_factory=dict)
-    # What the set and max fact rules captured, in line order (facts.rule_values_read); job_diagnose makes them facts.
-    rule_values: dict[int, list[str]] = field(default_factory=dict)
-    srun_labelled: bool | None = None  # told by the file's start (facts.srun_labelled), for every window of it
-    ranks: dict[int, RankState] = field(default_factory=dict)
-    stacks: list[Stack] = field(default_factory=list)
-    timeouts: list[TimeoutSeen] = field(default_factory=list)
-    dump_groups: list[dict[str, Any]] = field(default_factory=list)  # ranks placed by the debug server's dumps
-    failure: Failure | None = None
-    harmless: list[Harmless] = field(default_factory=list)
-    repairs: list[str] = field(default_factory=list)
-    lines: int = 0
-    bytes: int = 0
-    partial: bool = False
-    label: str | None = None  # the file's name when the job has several files
 
 
 def source_read(
@@ -212,23 +153,8 @@ def readings_join(parts: list[FileReading]) -> FileReading:
 
 def _lines_shift(reading: FileReading, by: int) -> None:
     """Every line number a reading holds, `by` lines further down."""
-    for entry in reading.per_case.values():
-        for evidence in entry["evidence"]:
-            evidence.line += by
-    for harmless in reading.harmless:
-        harmless.line += by
-    for stack in reading.stacks:
-        stack.line += by
-        stack.frame_lines = [line + by for line in stack.frame_lines]
-    for state in reading.ranks.values():
-        if state.line is not None:
-            state.line += by
-    reading.timeouts = [dataclasses.replace(seen, line=seen.line + by) for seen in reading.timeouts]
-    if reading.failure is not None:
-        start_line = reading.failure.start_line
-        reading.failure = dataclasses.replace(
-            reading.failure, line=reading.failure.line + by, start_line=None if start_line is None else start_line + by
-        )
+    for reader in READERS:
+        reader.shift(reading, by)
 
 
 def _bytes_read(
@@ -455,44 +381,12 @@ def _window_read(
     behind_lines = text.count("\n", 0, start)
     scanner = TextScanner(text, rules.literals, encoded=encoded, presence=presence)
     lines = LineLocator(text, joins, base_line=base_line - behind_lines, chunk_newlines=scanner.chunk_newlines)
-    window = FileReading(label=label)
-    skip = _harmless_lines(scanner, lines, rules, label, window.harmless, start, limit)
-    for sig, hits, count in signature_hits(
-        scanner, rules.signatures, per_signature=EVIDENCE_PER_SIGNAL + len(skip), start=start, end=limit
-    ):
-        if deadline is not None and time.perf_counter() > deadline:
-            window.partial = True
-            break
-        kept = [hit for hit in hits if lines.line_start(hit.offset) not in skip][:EVIDENCE_PER_SIGNAL]
-        if skip and not kept:
-            continue  # the signature matched harmless lines only
-        entry = window.per_case.setdefault(sig.case, {"signals": {}, "evidence": []})
-        entry["signals"][sig.id] = {
-            "id": sig.id,
-            "description": sig.description,
-            "weight": sig.weight,
-            "anchor": sig.anchor,
-            "count": min(count, MAX_COUNTED_LINES),
-            "kind": "line",
-        }
-        entry["evidence"] += [_evidence(lines, hit, sig.id, label) for hit in kept]
     if reading.srun_labelled is None:  # the file's first window
         reading.srun_labelled = srun_labelled(text)
-    window.facts, window.ranks = facts_extract(scanner, lines, reading.srun_labelled)
-    left = {index: MAX_FACT_LINES - len(values) for index, values in reading.rule_values.items()}
-    window.rule_values = rule_values_read(scanner, start, limit, left)
-    window.facts.update(tools.tool_facts(scanner))
-    stacks = [s for s in stacks_extract(scanner, lines) if start <= s.offset < limit]
-    dumped = debug_dumps_read(scanner, stacks, start, limit)
-    window.stacks, window.dump_groups = dumped.stacks, dumped.groups
-    facts_merge(window.facts, dumped.facts)
-    window.failure = first_failure(scanner, lines, window.stacks, label)
-    if window.failure is not None and core_end is not None:
-        first_own = lines.line_number(start)
-        last_own = lines.line_number(max(start, limit - 1))
-        if not first_own <= (window.failure.start_line or window.failure.line) <= last_own:
-            window.failure = None
-    timeouts_merge(window.timeouts, timeouts_extract(scanner, lines, start, limit), None)
+    window = FileReading(label=label)
+    seen = Window(scanner, lines, rules, label, start, limit, whole=core_end is None, file=reading, deadline=deadline)
+    for reader in READERS:
+        reader.read(seen, window)
     if core_end is None:
         window.lines = lines.line_count()
     else:
@@ -506,39 +400,11 @@ def _window_read(
 def reading_extend(reading: FileReading, later: FileReading) -> None:
     """Add what a later stretch of the same file gave (a window, or a run of windows read in another process,
     its line numbers already counted from the file's start) to what the stretches before it gave."""
-    per_case_merge(reading.per_case, later.per_case)
-    _facts_merge_window(reading.facts, later.facts)
-    rule_values_extend(reading.rule_values, later.rule_values)
-    for state in later.ranks.values():
-        known = rank_state_merge(reading.ranks, state)
-        if known is not state and state.fp_seq is not None:
-            known.fp_seq, known.fp_op = state.fp_seq, state.fp_op  # a later window's last fingerprint wins
-    reading.stacks += later.stacks
-    timeouts_merge(reading.timeouts, later.timeouts, None)
-    reading.dump_groups += later.dump_groups
-    reading.failure = reading.failure or later.failure
-    for harmless in later.harmless:
-        if len(reading.harmless) < MAX_HARMLESS and not any(h.id == harmless.id for h in reading.harmless):
-            reading.harmless.append(harmless)
+    for reader in READERS:
+        reader.merge(reading, later)
     reading.lines += later.lines
     reading.bytes += later.bytes
     reading.partial = reading.partial or later.partial
-
-
-def per_case_merge(into: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]]) -> None:
-    """Signals and evidence of a later window or file: counts add up (to the cap), evidence keeps the first few
-    lines of each signal."""
-    for slug, entry in new.items():
-        target = into.setdefault(slug, {"signals": {}, "evidence": []})
-        for signal_id, signal in entry["signals"].items():
-            if signal_id in target["signals"]:
-                total = target["signals"][signal_id]["count"] + signal["count"]
-                target["signals"][signal_id]["count"] = min(total, MAX_COUNTED_LINES)
-            else:
-                target["signals"][signal_id] = dict(signal)
-        for evidence in entry["evidence"]:
-            if sum(1 for e in target["evidence"] if e.signal == evidence.signal) < EVIDENCE_PER_SIGNAL:
-                target["evidence"].append(evidence)
 
 
 def _boundaries(data: bytes, text: str, core_start: int, core_end: int) -> tuple[int, int]:
@@ -552,75 +418,3 @@ def _boundaries(data: bytes, text: str, core_start: int, core_end: int) -> tuple
     start = len(log_clean(data[:core_start])[0]) if core_start else 0
     limit = len(text) - len(log_clean(data[core_end:])[0]) if core_end < len(data) else len(text)
     return start, limit
-
-
-def _facts_merge_window(into: dict[str, Any], new: dict[str, Any]) -> None:
-    """Facts of a later window of the same file: the last stage reached is the later one."""
-    stage = new.get("stage")
-    facts_merge(into, new)
-    if stage:
-        into["stage"] = stage
-
-
-def facts_merge(into: dict[str, Any], new: dict[str, Any]) -> None:
-    """Merge another file's (or a later window's) facts: sets are joined, the world size is the largest,
-    ordered lists keep their order (launchers by first appearance, frameworks and stages by table)."""
-    for key, value in new.items():
-        if key not in into:
-            into[key] = value
-        elif key in ORDERED_FACTS:
-            into[key] = ORDERED_FACTS[key](into[key], value)
-        elif isinstance(value, list) and isinstance(into[key], list):
-            into[key] = sorted(set(into[key]) | set(value), key=_order)
-        elif key == "world_size":
-            into[key] = max(into[key], value)
-
-
-def _table_order(table) -> Any:
-    names = [p.name for p in table]
-    return lambda old, new: sorted(set(old) | set(new), key=names.index)
-
-
-ORDERED_FACTS = {
-    "launchers": lambda old, new: old + [n for n in new if n not in old],
-    "frameworks": _table_order(FRAMEWORKS),
-    "parallelism": _table_order(PARALLELISM),
-    "stages_done": _table_order(STAGES_DONE),
-}
-
-
-def _order(value: Any) -> tuple:
-    """Numbers in numeric order, then text."""
-    return (0, value, "") if isinstance(value, (int, float)) else (1, 0, str(value))
-
-
-def _harmless_lines(
-    scanner: TextScanner, lines: LineLocator, rules: Rules, label: str | None, found: list[Harmless], start: int, limit: int
-) -> set[int]:
-    """Start offsets of lines that only a known-harmless message explains; they are never evidence."""
-    skip: set[int] = set()
-    for rule in rules.harmless:
-        for _, hits, _ in signature_hits(scanner, [rule.signature], per_signature=MAX_HARMLESS, start=start, end=limit):
-            for hit in hits:
-                skip.add(lines.line_start(hit.offset))
-                if len(found) < MAX_HARMLESS and not any(h.id == rule.id and h.source == label for h in found):
-                    found.append(
-                        Harmless(
-                            line=lines.line_number(hit.offset),
-                            text=lines.line_text(hit.offset),
-                            id=rule.id,
-                            title=rule.title,
-                            why=rule.why,
-                            source=label,
-                        )
-                    )
-    return skip
-
-
-def _evidence(lines: LineLocator, hit, signal: str, label: str | None) -> Evidence:
-    text, line_start = lines.line_text(hit.offset), lines.line_start(hit.offset)
-    start = min(hit.offset - line_start, len(text))
-    end = min(hit.end - line_start, len(text))
-    return Evidence(
-        line=lines.line_number(hit.offset), text=text, signal=signal, source=label, groups=hit.groups, span=(start, end)
-    )

@@ -8,10 +8,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from diagnosis import debug_dumps, events, stacks, timeouts, tools
+from diagnosis.readers import reader_literals
 from diagnosis.conditions import Condition, conditions_compile
-from diagnosis.facts import fact_literals
-from diagnosis.signatures import Signature, signatures_compile
+from diagnosis.readers.signatures import Signature, signatures_compile
 
 DEFAULT_FRAME_DEPTH = 4
 
@@ -56,8 +55,7 @@ class Rules:
         """Every literal any rule or reader looks for, so a scanner learns in one pass which occur."""
         signatures = self.signatures + [h.signature for h in self.harmless]
         found = {(lit, s.ignorecase) for s in signatures for group in s.prefilter for lit in group}
-        readers = stacks.HEADER_LITERALS + tools.LITERALS + events.LITERALS + timeouts.LITERALS + debug_dumps.LITERALS
-        return frozenset(found | fact_literals() | {(lit, False) for lit in readers})
+        return frozenset(found | reader_literals())
 
 
 def rules_compile(cases: Iterable[dict], harmless: Iterable[dict] = ()) -> Rules:

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from diagnosis.events import Failure
-from diagnosis.facts import RankState
-from diagnosis.stacks import Stack
+from diagnosis.readers.events import Failure
+from diagnosis.readers.facts import RankState
+from diagnosis.readers.stacks import Stack
 
 
 # Rows of the per-rank table kept, and groups shown by the page and the JSON: a crafted 1 MB paste of 4,000 ranks,

@@ -22,7 +22,7 @@ from kb.content.revision import LOAD_HINT, content_revision, drift_text
 from kb.content.rules_snapshot import rules_snapshot_read
 import diagnosis
 from diagnosis.result import Result, json_text
-from diagnosis.flight_recorder import flight_recorder_detect
+from diagnosis.readers.flight_recorder import flight_recorder_detect
 from diagnosis.reading import Source
 
 HELP = (

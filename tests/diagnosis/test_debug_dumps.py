@@ -1,4 +1,4 @@
-"""The periodic dumps of PyTorch's debug server (diagnosis/debug_dumps.py): each rank's section gives its stack
+"""The periodic dumps of PyTorch's debug server (diagnosis/readers/debug_dumps.py): each rank's section gives its stack
 that rank, the fr_trace tables give the facts and rank groups a binary Flight Recorder dump gives, and anything
 else reads as before. The dumps under tests/fixtures/debug_server/ were written by torch 2.15.0 and 2.13.0 on CPU
 (Gloo, 4 ranks); see tests/fixtures/generators/README.md, "Debug server dumps". No PyTorch needed."""
@@ -13,12 +13,12 @@ from django.conf import settings
 from hypothesis import given, strategies as st
 
 from kb.corpus import content_rules
-from diagnosis.debug_dumps import LITERALS, debug_dump_rounds, debug_dumps_read
+from diagnosis.readers.debug_dumps import LITERALS, debug_dump_rounds, debug_dumps_read
 from diagnosis.engine import job_diagnose, log_diagnose
 from diagnosis.reading import source_read
 from diagnosis.rules import rules_compile
 from diagnosis.scanning import TextScanner
-from diagnosis.stacks import HEADER_LITERALS, stacks_extract
+from diagnosis.readers.stacks import HEADER_LITERALS, stacks_extract
 from diagnosis.text import LineLocator
 from diagnosis.job_files import job_read
 

@@ -12,7 +12,7 @@ from django.conf import settings
 
 from kb.corpus import content_rules
 from diagnosis.engine import log_diagnose
-from diagnosis.facts import fact_literals, ranks_extract
+from diagnosis.readers.facts import fact_literals, ranks_extract
 from diagnosis.scanning import TextScanner
 from diagnosis.text import LineLocator
 

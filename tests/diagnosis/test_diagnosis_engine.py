@@ -6,7 +6,7 @@ import pytest
 
 from diagnosis.engine import confidence_from, log_diagnose
 from diagnosis import scanning
-from diagnosis.facts import fact_literals, facts_extract, facts_with_rule_values, rank_facts, rule_values_read
+from diagnosis.readers.facts import fact_literals, facts_extract, facts_with_rule_values, rank_facts, rule_values_read
 from diagnosis.scanning import TextScanner, required_literal_groups
 from diagnosis.rules import rules_compile
 from diagnosis.text import LineLocator, log_decode
@@ -329,7 +329,7 @@ def test_carriage_returns_colour_codes_and_nuls_are_cleaned_as_a_terminal_shows_
 
 
 def _signature(pattern: str):
-    from diagnosis.signatures import signatures_compile
+    from diagnosis.readers.signatures import signatures_compile
 
     [sig] = signatures_compile(
         [{"slug": "case", "signatures": [{"id": "s", "description": "d", "weight": 1, "pattern": pattern}]}]

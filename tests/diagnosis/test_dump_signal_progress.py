@@ -96,7 +96,7 @@ def test_merging_ranks_seen_in_part_compares_each_only_with_places_at_its_seqnum
     """The crafted upload of `make loadtest` (a watchdog line for each of 200,000 ranks, each at its own SeqNum) spent
     minutes comparing every place with every other. Counted, not timed: each place is compared with its own SeqNum's."""
     from diagnosis import verdict as verdict_module
-    from diagnosis.facts import RankState
+    from diagnosis.readers.facts import RankState
 
     ranks = {
         r: RankState(rank=r, op="ALLREDUCE" if r % 2 else None, seq=r, last_completed=r - 1, pg=None if r % 2 else "0")
@@ -110,7 +110,7 @@ def test_merging_ranks_seen_in_part_compares_each_only_with_places_at_its_seqnum
 
 def test_more_places_at_one_seqnum_than_a_paste_holds_are_left_apart():
     """Past MERGE_CANDIDATES places at one SeqNum the halves are not merged (nor compared); each place is its own."""
-    from diagnosis.facts import RankState
+    from diagnosis.readers.facts import RankState
     from diagnosis.verdict import MERGE_CANDIDATES, rank_verdict
 
     ranks = {r: RankState(rank=r, op="ALLREDUCE", seq=7, last_completed=r, pg="1") for r in range(MERGE_CANDIDATES + 1)}

@@ -2,7 +2,7 @@
 
 import pytest
 
-from diagnosis.events import LITERALS, first_failure
+from diagnosis.readers.events import LITERALS, first_failure
 from diagnosis.scanning import TextScanner
 from diagnosis.text import LineLocator
 

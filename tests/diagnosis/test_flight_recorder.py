@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from diagnosis.flight_recorder import FlightRecorderError, flight_recorder_detect, flight_recorder_load, flight_recorder_read
+from diagnosis.readers.flight_recorder import (
+    FlightRecorderError,
+    flight_recorder_detect,
+    flight_recorder_load,
+    flight_recorder_read,
+)
 
 FR_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "flight_recorder"
 

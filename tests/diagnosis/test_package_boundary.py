@@ -20,11 +20,20 @@ def _modules() -> dict[str, Path]:
     }
 
 
+def _run_time_nodes(tree: ast.AST):
+    """Every node but those under `if TYPE_CHECKING:`, which name types for readers of the code and never run."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            continue
+        yield node
+        yield from _run_time_nodes(node)
+
+
 def _imports(name: str, path: Path) -> set[str]:
-    """Every module an import statement anywhere in the file names, relative imports resolved."""
+    """Every module an import statement that runs names, anywhere in the file, relative imports resolved."""
     found: set[str] = set()
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in _run_time_nodes(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from diagnosis.facts import RankState
+from diagnosis.readers.facts import RankState
 from diagnosis.rank_groups import rank_groups_build
-from diagnosis.reading import Evidence
+from diagnosis.readers.base import Evidence
 from diagnosis.rules import Step
 from diagnosis.verdict import rank_verdict
 

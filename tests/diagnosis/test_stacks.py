@@ -1,7 +1,7 @@
 """Pasted stacks become innermost-first frames, whatever format printed them."""
 
 from diagnosis.scanning import TextScanner
-from diagnosis.stacks import HEADER_LITERALS, stacks_extract
+from diagnosis.readers.stacks import HEADER_LITERALS, stacks_extract
 from diagnosis.text import LineLocator
 
 

@@ -561,7 +561,7 @@ def test_a_set_fact_reads_the_same_first_lines_of_a_file_however_it_is_cut(rules
     """Set and max facts read at most MAX_FACT_LINES matching lines of a file, counted from its start: a whole read, a
     read in windows and runs read apart and joined all stop at the same line (windows used to read that many each)."""
     from diagnosis import reading
-    from diagnosis.facts import MAX_FACT_LINES
+    from diagnosis.readers.facts import MAX_FACT_LINES
 
     monkeypatch.setattr(reading, "REPAIR_LIMIT", 0)
     early = "".join(
@@ -636,7 +636,7 @@ def test_a_log_replaced_on_disk_while_it_is_read_is_read_from_the_file_first_ope
 def test_a_file_whose_middle_window_was_left_unread_is_joined_up_to_it_and_partial(rules):
     """Runs are joined only where each starts where the last stopped: a gap would shift every later line number."""
     from diagnosis.parallel import Job, _joined
-    from diagnosis.reading import FileReading
+    from diagnosis.readers.base import FileReading
 
     job = Job(rules, [Path("a.log")], [None], [(0, 0), (0, 1), (0, 2)], {}, None, 2)
     first, last = FileReading(lines=5, bytes=50), FileReading(lines=7, bytes=70)

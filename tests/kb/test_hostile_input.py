@@ -18,7 +18,7 @@ from kb.content.frontmatter import front_matter_split
 from kb.content.yamllines import YamlLineError
 from kb.content.schema import case_front_matter_check, example_text
 from diagnosis.engine import log_diagnose
-from diagnosis import events, facts
+from diagnosis.readers import events, facts
 from diagnosis.rules import rules_compile
 from diagnosis.scanning import MAX_LINE_SCAN, required_literal_groups
 from kb.search.analysis import query_terms

@@ -1,5 +1,5 @@
 """The limits a log shows, which one ends a hung collective first, and a framework timeout that never reached
-the process group (diagnosis/timeouts.py)."""
+the process group (diagnosis/readers/timeouts.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from diagnosis.engine import log_diagnose
 from diagnosis.rules import rules_compile
-from diagnosis.timeouts import duration_text
+from diagnosis.readers.timeouts import duration_text
 
 WATCHDOG = (
     "[rank1]:[E1123 04:00:01.100000 2002 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught collective operation "
@@ -186,7 +186,7 @@ def test_the_trainer_timeout_is_read_from_the_command_line_too(rules, flag):
 
 def test_no_limit_is_searched_for_by_a_word_as_common_as_timeout():
     """Each rule's prefilter literal is specific: a log full of the word 'timeout' costs no regex per line."""
-    from diagnosis.timeouts import LITERALS
+    from diagnosis.readers.timeouts import LITERALS
 
     assert all(
         len(literal) >= 8 or literal in ("srun", "sbatch", "salloc", "mpirun", "mpiexec", "prterun") for literal in LITERALS

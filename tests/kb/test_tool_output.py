@@ -1,7 +1,7 @@
 """Shell output pasted as evidence becomes facts a case can ask about."""
 
 from diagnosis.scanning import TextScanner
-from diagnosis.tools import LITERALS, tool_facts
+from diagnosis.readers.tools import LITERALS, tool_facts
 
 
 def facts(text: str) -> dict:

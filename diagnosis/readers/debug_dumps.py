@@ -33,7 +33,9 @@ from itertools import islice
 from typing import Any
 
 from diagnosis.scanning import TextScanner
-from diagnosis.stacks import FAULTHANDLER, STACK_HEAD, Stack
+from diagnosis.readers.stacks import FAULTHANDLER, STACK_HEAD, Stack
+from diagnosis.readers.base import FileReading, JobParts, Window
+from diagnosis.readers.facts import facts_merge
 
 RANK_HEADER = "=== Rank "
 FR_HEADER = "FR Trace ==="  # "=== FR Trace ===", "=== FR Trace NCCL ===", "=== TorchComms FR Trace ==="
@@ -427,3 +429,28 @@ def _numbers(cell: str) -> list[int]:
 
 def _int(cell: str | None) -> int:
     return int(cell) if cell and cell.isdigit() else 0
+
+
+class DebugDumpsReader:
+    """The debug server's dumps pasted as text: the stacks reader's stacks given their ranks, ranks placed in their
+    collectives, and facts."""
+
+    name = "debug_dumps"
+    literals = frozenset((literal, False) for literal in LITERALS)
+
+    def read(self, window: Window, part: FileReading) -> None:
+        dumped = debug_dumps_read(window.scanner, part.stacks, window.start, window.limit)
+        part.stacks, part.dump_groups = dumped.stacks, dumped.groups
+        facts_merge(part.facts, dumped.facts)
+
+    def merge(self, into: FileReading, later: FileReading) -> None:
+        into.dump_groups += later.dump_groups
+
+    def shift(self, part: FileReading, by: int) -> None:
+        """Its groups hold no line numbers."""
+
+    def job_add(self, job: JobParts, reading: FileReading) -> None:
+        job.dump_groups += reading.dump_groups
+
+
+READER = DebugDumpsReader()

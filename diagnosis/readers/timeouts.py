@@ -25,6 +25,9 @@ from typing import Any
 
 from diagnosis.scanning import TextScanner, required_literals
 from diagnosis.text import LineLocator
+import dataclasses
+
+from diagnosis.readers.base import FileReading, JobParts, Window
 
 PG_TIMEOUT = "the process group's timeout"
 LATE_S = 600  # a watchdog this much later than its limit (and later than the limit is long) was not checking
@@ -248,3 +251,25 @@ def timeouts_summary(seen: list[TimeoutSeen], ran_for_ms: int | None = None) -> 
         # one limit and nothing to say of it repeats the watchdog line: the page and the command line skip it
         "telling": bool(notes) or len(limits) > 1,
     }, facts
+
+
+class TimeoutsReader:
+    """The time limits a file shows, one entry per limit and length."""
+
+    name = "timeouts"
+    literals = frozenset((literal, False) for literal in LITERALS)
+
+    def read(self, window: Window, part: FileReading) -> None:
+        timeouts_merge(part.timeouts, timeouts_extract(window.scanner, window.lines, window.start, window.limit), None)
+
+    def merge(self, into: FileReading, later: FileReading) -> None:
+        timeouts_merge(into.timeouts, later.timeouts, None)
+
+    def shift(self, part: FileReading, by: int) -> None:
+        part.timeouts = [dataclasses.replace(seen, line=seen.line + by) for seen in part.timeouts]
+
+    def job_add(self, job: JobParts, reading: FileReading) -> None:
+        timeouts_merge(job.limits, reading.timeouts, reading.label)
+
+
+READER = TimeoutsReader()

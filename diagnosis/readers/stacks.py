@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from diagnosis.scanning import TextScanner
 from diagnosis.text import LineLocator, rank_prefix_split
 
+from diagnosis.readers.base import FileReading, JobParts, Window
+
 MAX_STACKS = 256
 MAX_FRAMES = 200
 MAX_LINE = 2000  # longer lines are not frames; the regexes never see more than this
@@ -274,3 +276,27 @@ def stack_collectives(stacks: list[Stack]) -> list[str]:
             if m and m.group(1) in _COLLECTIVES
         }
     return sorted(found)
+
+
+class StacksReader:
+    """Stacks that start in the window's own part: py-spy, faulthandler, gdb and Python tracebacks."""
+
+    name = "stacks"
+    literals = frozenset((literal, False) for literal in HEADER_LITERALS)
+
+    def read(self, window: Window, part: FileReading) -> None:
+        part.stacks = [s for s in stacks_extract(window.scanner, window.lines) if window.start <= s.offset < window.limit]
+
+    def merge(self, into: FileReading, later: FileReading) -> None:
+        into.stacks += later.stacks
+
+    def shift(self, part: FileReading, by: int) -> None:
+        for stack in part.stacks:
+            stack.line += by
+            stack.frame_lines = [line + by for line in stack.frame_lines]
+
+    def job_add(self, job: JobParts, reading: FileReading) -> None:
+        job.stacks += [(stack, reading.label) for stack in reading.stacks]
+
+
+READER = StacksReader()

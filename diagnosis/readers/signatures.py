@@ -12,6 +12,11 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 from diagnosis.scanning import TextScanner, required_literal_groups
+import time
+from typing import Any
+
+from diagnosis.readers.base import Evidence, FileReading, JobParts, Window
+from diagnosis.text import LineLocator
 
 
 @dataclass(frozen=True)
@@ -119,3 +124,80 @@ def signature_hits(
                 hits.append(Hit(signature=sig, offset=match.start(), end=match.end(), groups=groups))
         if total:
             yield sig, hits, total
+
+
+EVIDENCE_PER_SIGNAL = 3
+
+
+def per_case_merge(into: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]]) -> None:
+    """Signals and evidence of a later window or file: counts add up (to the cap), evidence keeps the first few
+    lines of each signal."""
+    for slug, entry in new.items():
+        target = into.setdefault(slug, {"signals": {}, "evidence": []})
+        for signal_id, signal in entry["signals"].items():
+            if signal_id in target["signals"]:
+                total = target["signals"][signal_id]["count"] + signal["count"]
+                target["signals"][signal_id]["count"] = min(total, MAX_COUNTED_LINES)
+            else:
+                target["signals"][signal_id] = dict(signal)
+        for evidence in entry["evidence"]:
+            if sum(1 for e in target["evidence"] if e.signal == evidence.signal) < EVIDENCE_PER_SIGNAL:
+                target["evidence"].append(evidence)
+
+
+def _evidence(lines: LineLocator, hit, signal: str, label: str | None) -> Evidence:
+    text, line_start = lines.line_text(hit.offset), lines.line_start(hit.offset)
+    start = min(hit.offset - line_start, len(text))
+    end = min(hit.end - line_start, len(text))
+    return Evidence(
+        line=lines.line_number(hit.offset), text=text, signal=signal, source=label, groups=hit.groups, span=(start, end)
+    )
+
+
+class SignaturesReader:
+    """The cases' line signatures: a count per signal (to the cap) and the first few lines of each as evidence. Lines
+    that only a known-harmless message explains are never evidence (the harmless reader, run before, marks them)."""
+
+    name = "signatures"
+    literals: frozenset[tuple[str, bool]] = frozenset()  # the signatures' own, which Rules.literals adds
+
+    def read(self, window: Window, part: FileReading) -> None:
+        skip = window.skip
+        lines = window.lines
+        for sig, hits, count in signature_hits(
+            window.scanner,
+            window.rules.signatures,
+            per_signature=EVIDENCE_PER_SIGNAL + len(skip),
+            start=window.start,
+            end=window.limit,
+        ):
+            if window.deadline is not None and time.perf_counter() > window.deadline:
+                part.partial = True
+                break
+            kept = [hit for hit in hits if lines.line_start(hit.offset) not in skip][:EVIDENCE_PER_SIGNAL]
+            if skip and not kept:
+                continue  # the signature matched harmless lines only
+            entry = part.per_case.setdefault(sig.case, {"signals": {}, "evidence": []})
+            entry["signals"][sig.id] = {
+                "id": sig.id,
+                "description": sig.description,
+                "weight": sig.weight,
+                "anchor": sig.anchor,
+                "count": min(count, MAX_COUNTED_LINES),
+                "kind": "line",
+            }
+            entry["evidence"] += [_evidence(lines, hit, sig.id, window.label) for hit in kept]
+
+    def merge(self, into: FileReading, later: FileReading) -> None:
+        per_case_merge(into.per_case, later.per_case)
+
+    def shift(self, part: FileReading, by: int) -> None:
+        for entry in part.per_case.values():
+            for evidence in entry["evidence"]:
+                evidence.line += by
+
+    def job_add(self, job: JobParts, reading: FileReading) -> None:
+        per_case_merge(job.per_case, reading.per_case)
+
+
+READER = SignaturesReader()

@@ -1,6 +1,6 @@
 """Facts from tool output pasted as evidence: nccl-tests, CUDA samples' peer-to-peer test, `df` of
 /dev/shm, `nvidia-smi topo -m`, `ibv_devinfo`, `ls -la` of a build directory, the Flight Recorder
-analyzer's report, and NCCL's RAS client (diagnosis/ras.py).
+analyzer's report, and NCCL's RAS client (diagnosis/readers/ras.py).
 
 Each reader looks for its tool's own header or field names first (scanner literals), so a log without
 that tool's output costs one substring search per reader.
@@ -11,8 +11,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from diagnosis import ras
+from diagnosis.readers import ras
 from diagnosis.scanning import TextScanner
+
+from diagnosis.readers.base import FileReading, JobParts, Window
 
 # nccl-tests (src/common.cu): the run header, then one row per size, then "# Avg bus bandwidth".
 NCCL_TESTS_HEADER = "# nThread "
@@ -171,7 +173,7 @@ def _matrix(text: str, pos: int, limit: int = 66) -> dict[int, list[float]]:
 
 
 def _recorder_report(scanner: TextScanner) -> dict[str, Any]:
-    """The same facts as from the dumps themselves (diagnosis.flight_recorder), read from the analyzer's
+    """The same facts as from the dumps themselves (diagnosis.readers.flight_recorder), read from the analyzer's
     text: ranks that never joined a collective, and ranks that issued a different op, size or dtype."""
     facts: dict[str, Any] = {}
     text = scanner.text
@@ -245,3 +247,26 @@ def _lines_from(text: str, pos: int, limit: int):
         end = len(text) if end == -1 else end
         yield pos, end
         pos = end + 1
+
+
+class ToolsReader:
+    """Output of diagnostic tools pasted with a log (nccl-tests, topo -m, ibv_devinfo, fr_trace, ncclras): facts only,
+    merged with the facts reader's."""
+
+    name = "tools"
+    literals = frozenset((literal, False) for literal in LITERALS)
+
+    def read(self, window: Window, part: FileReading) -> None:
+        part.facts.update(tool_facts(window.scanner))
+
+    def merge(self, into: FileReading, later: FileReading) -> None:
+        """Its facts are merged with the facts reader's."""
+
+    def shift(self, part: FileReading, by: int) -> None:
+        """It keeps no line numbers."""
+
+    def job_add(self, job: JobParts, reading: FileReading) -> None:
+        """Its facts are added with the facts reader's."""
+
+
+READER = ToolsReader()

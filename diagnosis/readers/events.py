@@ -11,8 +11,11 @@ import re
 from dataclasses import dataclass
 
 from diagnosis.scanning import TextScanner, required_literals
-from diagnosis.stacks import Stack
+from diagnosis.readers.stacks import Stack
 from diagnosis.text import TAG_OUTPUT_PREFIX, TORCHRUN_PREFIX, LineLocator
+import dataclasses
+
+from diagnosis.readers.base import FileReading, JobParts, Window
 
 
 @dataclass(frozen=True)
@@ -190,3 +193,36 @@ def _rank_in(line: str) -> int | None:
 def _time_in(line: str) -> str | None:
     match = _TIME.search(line)
     return next(g for g in match.groups() if g is not None) if match else None
+
+
+class EventsReader:
+    """The first failure of a file (a signal, an exception, a CUDA error, the OOM killer, torchrun's root cause)."""
+
+    name = "events"
+    literals = frozenset((literal, False) for literal in LITERALS)
+
+    def read(self, window: Window, part: FileReading) -> None:
+        failure = first_failure(window.scanner, window.lines, part.stacks, window.label)
+        if failure is not None and not window.whole:
+            first_own = window.lines.line_number(window.start)
+            last_own = window.lines.line_number(max(window.start, window.limit - 1))
+            if not first_own <= (failure.start_line or failure.line) <= last_own:
+                failure = None  # it starts in the look-behind or look-ahead: another window's
+        part.failure = failure
+
+    def merge(self, into: FileReading, later: FileReading) -> None:
+        into.failure = into.failure or later.failure
+
+    def shift(self, part: FileReading, by: int) -> None:
+        if part.failure is not None:
+            start_line = part.failure.start_line
+            part.failure = dataclasses.replace(
+                part.failure, line=part.failure.line + by, start_line=None if start_line is None else start_line + by
+            )
+
+    def job_add(self, job: JobParts, reading: FileReading) -> None:
+        if reading.failure:
+            job.failures.append(reading.failure)
+
+
+READER = EventsReader()

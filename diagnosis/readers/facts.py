@@ -14,6 +14,8 @@ from typing import Any
 from diagnosis.scanning import TextScanner, required_literals
 from diagnosis.text import BRACKET_PREFIX, SRUN_LABEL, SRUN_LABEL_PREFIX, TAG_OUTPUT_PREFIX, LineLocator
 
+from diagnosis.readers.base import FileReading, JobParts, Window
+
 
 # Fact names the engine computes itself; signature named groups may not reuse them.
 GENERIC_FACTS = frozenset(
@@ -616,3 +618,76 @@ def _ranks_seen(scanner: TextScanner, ranks: dict[int, RankState], labelled: boo
     if labelled:
         seen.update(int(r) for r in set(_SRUN_LABEL_RE.findall(text)))
     return sorted(seen)
+
+
+def facts_merge_window(into: dict[str, Any], new: dict[str, Any]) -> None:
+    """Facts of a later window of the same file: the last stage reached is the later one."""
+    stage = new.get("stage")
+    facts_merge(into, new)
+    if stage:
+        into["stage"] = stage
+
+
+def facts_merge(into: dict[str, Any], new: dict[str, Any]) -> None:
+    """Merge another file's (or a later window's) facts: sets are joined, the world size is the largest,
+    ordered lists keep their order (launchers by first appearance, frameworks and stages by table)."""
+    for key, value in new.items():
+        if key not in into:
+            into[key] = value
+        elif key in ORDERED_FACTS:
+            into[key] = ORDERED_FACTS[key](into[key], value)
+        elif isinstance(value, list) and isinstance(into[key], list):
+            into[key] = sorted(set(into[key]) | set(value), key=_order)
+        elif key == "world_size":
+            into[key] = max(into[key], value)
+
+
+def _table_order(table) -> Any:
+    names = [p.name for p in table]
+    return lambda old, new: sorted(set(old) | set(new), key=names.index)
+
+
+ORDERED_FACTS = {
+    "launchers": lambda old, new: old + [n for n in new if n not in old],
+    "frameworks": _table_order(FRAMEWORKS),
+    "parallelism": _table_order(PARALLELISM),
+    "stages_done": _table_order(STAGES_DONE),
+}
+
+
+def _order(value: Any) -> tuple:
+    """Numbers in numeric order, then text."""
+    return (0, value, "") if isinstance(value, (int, float)) else (1, 0, str(value))
+
+
+class FactsReader:
+    """Facts of the job (collectives, timeouts, ranks, stages, launchers, versions) and each rank's watchdog state."""
+
+    name = "facts"
+    literals = fact_literals()
+
+    def read(self, window: Window, part: FileReading) -> None:
+        part.facts, part.ranks = facts_extract(window.scanner, window.lines, window.file.srun_labelled)
+        left = {index: MAX_FACT_LINES - len(values) for index, values in window.file.rule_values.items()}
+        part.rule_values = rule_values_read(window.scanner, window.start, window.limit, left)
+
+    def merge(self, into: FileReading, later: FileReading) -> None:
+        facts_merge_window(into.facts, later.facts)
+        rule_values_extend(into.rule_values, later.rule_values)
+        for state in later.ranks.values():
+            known = rank_state_merge(into.ranks, state)
+            if known is not state and state.fp_seq is not None:
+                known.fp_seq, known.fp_op = state.fp_seq, state.fp_op  # a later window's last fingerprint wins
+
+    def shift(self, part: FileReading, by: int) -> None:
+        for state in part.ranks.values():
+            if state.line is not None:
+                state.line += by
+
+    def job_add(self, job: JobParts, reading: FileReading) -> None:
+        facts_merge(job.facts, facts_with_rule_values(reading.facts, reading.rule_values))
+        for state in reading.ranks.values():
+            rank_state_merge(job.ranks, state)
+
+
+READER = FactsReader()
