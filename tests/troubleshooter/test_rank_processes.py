@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.troubleshooter.test_scripts import render
+from troubleshooter.tree_model import tree_walk
 
 # What `import torch` did on PyTorch 2.3 and 2.4: name the main thread, and so the process's comm, pt_main_thread.
 RENAMES_ITSELF = "import ctypes, time; ctypes.CDLL(None).prctl(15, b'pt_main_thread', 0, 0, 0); time.sleep(60)"
@@ -61,8 +62,6 @@ def comm_of(pid: int, want: str) -> str:
 
 def script_for_part(library, part_title: str, tree_id: str = "hang") -> str:
     """The generated script of the first path whose leaf uses the part with this title."""
-    from troubleshooter.tree_model import tree_walk
-
     for state in tree_walk(library.trees[tree_id]):
         text = render(library, state, tree_id)
         if f"# {part_title}" in text:
