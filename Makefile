@@ -17,7 +17,7 @@ RATE_EXEMPT ?=
 
 SETUPTOOLS := $(shell grep -m1 '^setuptools==' requirements-dev.txt)
 
-.PHONY: run serve loadtest test audit venv install install-dev migrate content browser nginx wrk bench score clean vendor-htmx
+.PHONY: run serve loadtest test audit venv install install-dev migrate content claims browser nginx wrk bench score clean vendor-htmx
 
 run: install migrate content
 	$(PY) manage.py runserver $(HOST):$(PORT)
@@ -70,6 +70,10 @@ migrate: install
 
 content: migrate
 	$(PY) manage.py load_content
+
+# Claims in content/ that rest on reading alone (a source and the day it was read), oldest first: read those again.
+claims: install
+	$(PY) manage.py claims
 
 # Browser tests drive Debian's chromium through Playwright (no browser download).
 browser:

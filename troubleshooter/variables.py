@@ -38,7 +38,8 @@ def _var(
 _FLIGHT_RECORDER = {"torch": ("ge-2.5",)}
 # PyTorch 2.8 renamed three Flight Recorder knobs to TORCH_FR_* (strings of the 2.7.1 and 2.8.0 wheels'
 # libtorch_cuda.so / libtorch_cpu.so); the old names still work there with a one-time deprecation warning.
-# TORCH_NCCL_DUMP_ON_TIMEOUT kept its name.
+# TORCH_NCCL_DUMP_ON_TIMEOUT kept its name until 2.15, which reads TORCH_FR_DUMP_ON_TIMEOUT first (the 2.15.0
+# wheel's libraries list the two names as one setting's {new, old}; 2.14.1 has only the old one: audit-turn3.md #88).
 
 VARIABLES: dict[str, Variable] = {
     v.name: v
@@ -61,7 +62,12 @@ VARIABLES: dict[str, Variable] = {
         _var(
             "TORCH_NCCL_TRACE_BUFFER_SIZE", "PyTorch Flight Recorder", renamed=("2.8", "TORCH_FR_BUFFER_SIZE"), **_FLIGHT_RECORDER
         ),
-        _var("TORCH_NCCL_DUMP_ON_TIMEOUT", "PyTorch Flight Recorder", **_FLIGHT_RECORDER),
+        _var(
+            "TORCH_NCCL_DUMP_ON_TIMEOUT",
+            "PyTorch Flight Recorder",
+            renamed=("2.15", "TORCH_FR_DUMP_ON_TIMEOUT"),
+            **_FLIGHT_RECORDER,
+        ),
         _var(
             "TORCH_NCCL_DEBUG_INFO_TEMP_FILE",
             "PyTorch Flight Recorder",

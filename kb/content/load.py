@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import datetime
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from django.db import connection, transaction
 
@@ -113,6 +115,18 @@ def content_rows_write(docs: list[CaseDoc], harmless: list[HarmlessDoc], revisio
     return counts
 
 
+def json_ready(value: Any) -> Any:
+    """The value with its dates as ISO strings: a claim's `source.checked` is a YAML date, and JSON fields
+    store only JSON types."""
+    if isinstance(value, dict):
+        return {key: json_ready(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [json_ready(item) for item in value]
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    return value
+
+
 def _write_harmless(docs: list[HarmlessDoc]) -> None:
     HarmlessLine.objects.exclude(slug__in=[d.slug for d in docs]).delete()
     for doc in docs:
@@ -150,7 +164,7 @@ def _write_cases(docs: list[CaseDoc]) -> tuple[int, int, int]:
                 "summary": meta["summary"],
                 "applies_to": meta["applies_to"],
                 "symptoms": meta["symptoms"],
-                "signatures": meta["signatures"],
+                "signatures": json_ready(meta["signatures"]),
                 "related": meta.get("related") or [],
                 "references": meta["references"],
                 "sections": [{"id": s.id, "title": s.title, "level": s.level} for s in doc.body.sections],
@@ -158,8 +172,8 @@ def _write_cases(docs: list[CaseDoc]) -> tuple[int, int, int]:
                 "last_reviewed": meta["last_reviewed"],
                 "source_path": doc.path,
                 "conditions": meta.get("conditions") or [],
-                "frames": meta.get("frames") or [],
-                "steps": meta.get("steps") or [],
+                "frames": json_ready(meta.get("frames") or []),
+                "steps": json_ready(meta.get("steps") or []),
                 "guide": bool(meta.get("guide")),
                 "do_first": meta.get("do_first") or [],
                 "reviewed_against": meta.get("reviewed_against") or {},

@@ -5,6 +5,7 @@ content/FORMAT.md documents the same rules for authors; change both together.
 
 from __future__ import annotations
 
+import datetime
 import re
 from typing import Any, Callable
 
@@ -161,6 +162,24 @@ def _check_tags(value: Any, path: tuple) -> list[Problem]:
     return problems
 
 
+# Where a claim the machine cannot check was read (an Xid's meaning, a driver table, a version range): the file or
+# page and the release, and the day it was read. `manage.py claims` lists them oldest first (issue 32, item 3).
+SOURCE_FIELDS = {
+    "read": Field("string", required=True, max_len=400),
+    "checked": Field("date", required=True),
+}
+
+
+def _source_check(value: Any, path: tuple) -> list[Problem]:
+    problems = fields_check(value, SOURCE_FIELDS, path, "a mapping with read and checked")
+    checked = value.get("checked") if isinstance(value, dict) else None
+    if not problems and checked > datetime.date.today():
+        problems.append((path + ("checked",), f"checked {checked} is in the future"))
+    return problems
+
+
+SOURCE_FIELD = Field("any", fields=SOURCE_FIELDS, validate=_source_check)
+
 EXAMPLE_FIELDS = {
     "text": Field("string", required=True),
     "release": Field("string", required=True, max_len=120),  # which program and release prints it
@@ -175,6 +194,7 @@ SIGNATURE_FIELDS = {
     "examples": Field("examples", required=True, min_items=1, fields=EXAMPLE_FIELDS),
     "flags": Field("strings", check=_one_of(SIGNATURE_FLAGS)),
     "versions": Field("mapping", check=_versions_check),
+    "source": SOURCE_FIELD,
 }
 
 CONDITION_OPERATORS = ("equals", "in", "at_least", "at_most", "present", "contains", "version")
@@ -197,6 +217,7 @@ FRAME_FIELDS = {
     "anchor": Field("bool"),
     "examples": Field("strings", required=True, min_items=1),
     "versions": Field("mapping", check=_versions_check),
+    "source": SOURCE_FIELD,
 }
 
 STEP_FIELDS = {
@@ -207,6 +228,7 @@ STEP_FIELDS = {
     ),
     "versions": Field("mapping", check=_versions_check),
     "evidence": Field("strings"),
+    "source": SOURCE_FIELD,
 }
 
 REFERENCE_FIELDS = {
@@ -256,6 +278,7 @@ HARMLESS_FIELDS: dict[str, Field] = {
     "flags": Field("strings", check=_one_of(SIGNATURE_FLAGS)),
     "printed_by": Field("string", required=True, max_len=300),
     "versions": Field("mapping", check=_versions_check),
+    "source": SOURCE_FIELD,
     "why": Field("string", required=True, max_len=1200),
     "instead": Field("string", required=True, max_len=800),
     "examples": Field("examples", required=True, min_items=1, fields=EXAMPLE_FIELDS),

@@ -40,6 +40,70 @@ release_at_least() {
   [ "$major" -gt "$want_major" ] || { [ "$major" -eq "$want_major" ] && [ "${minor:-0}" -ge "$want_minor" ]; }
 }
 
+# The rank named in the environment that process $1 started with, left in $found_rank (empty when none): RANK
+# (torchrun, accelerate and deepspeed workers), else OMPI_COMM_WORLD_RANK (Open MPI), else SLURM_PROCID (srun,
+# one task per GPU). The last two count only for a python command line that is not a launcher (torchrun under
+# srun is not a rank, nor is a shell srun started). Pure bash, so scanning every process of a node stays fast.
+rank_of() {
+  local entry cmd='' rank='' world='' task=''
+  found_rank=''
+  while IFS= read -r -d '' entry || [ -n "$entry" ]; do
+    case "$entry" in
+      RANK=*) rank=${entry#RANK=} ;;
+      OMPI_COMM_WORLD_RANK=*) world=${entry#*=} ;;
+      SLURM_PROCID=*) task=${entry#*=} ;;
+    esac
+  done 2>/dev/null < "/proc/$1/environ" || return 0
+  if [ -n "$rank" ]; then
+    found_rank=$rank
+    return 0
+  fi
+  while IFS= read -r -d '' entry || [ -n "$entry" ]; do
+    cmd="$cmd $entry"
+  done 2>/dev/null < "/proc/$1/cmdline" || true
+  case "$cmd" in
+    *python*) ;;
+    *) return 0 ;;
+  esac
+  case "$cmd" in
+    *torchrun*|*torch.distributed.run*|*torch.distributed.launch*|*accelerate*|*deepspeed.launcher*) task='' ;;
+  esac
+  found_rank=${world:-$task}
+}
+
+# This node's training ranks, one "PID RANK" line each. A rank is known by the rank its launcher put in its
+# environment, not by its command name: that is python or python3.X on most PyTorch releases, pt_main_thread on
+# 2.3 and 2.4 (import torch renamed the main thread, PyTorch PRs 121170 and 134066), or whatever a launcher ran
+# (torchrun --no-python). A process whose parent has the same rank is that rank's helper (a DataLoader or compile
+# worker) and is left out. Another user's environment needs root: python processes among them are "PID ?".
+rank_pids() {
+  local dir pid stat parent rank entry cmd
+  for dir in /proc/[0-9]*; do
+    pid=${dir#/proc/}
+    if [ ! -r "$dir/environ" ]; then
+      cmd=''
+      while IFS= read -r -d '' entry || [ -n "$entry" ]; do
+        cmd="$cmd $entry"
+      done 2>/dev/null < "$dir/cmdline" || true
+      case "$cmd" in
+        *python*) printf '%s ?\n' "$pid" ;;
+      esac
+      continue
+    fi
+    rank_of "$pid"
+    rank=$found_rank
+    [ -n "$rank" ] || continue
+    stat=''
+    read -r stat 2>/dev/null < "$dir/stat" || true
+    stat=${stat##*) }
+    parent=${stat#* }
+    parent=${parent%% *}
+    rank_of "${parent:-0}"
+    [ "$found_rank" != "$rank" ] || continue
+    printf '%s %s\n' "$pid" "$rank"
+  done
+}
+
 checks() {
   say 'Read-only checks. Nothing is changed.'
   : @checks@

@@ -1,0 +1,34 @@
+"""`python manage.py claims` (`make claims`): every claim in content/ that rests on reading alone, oldest first."""
+
+import datetime
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandParser
+
+from kb.content.claims import content_claims
+
+
+class Command(BaseCommand):
+    requires_system_checks: list = []  # reads content/ only; the database plays no part
+    help = (
+        "List every claim the machine cannot check (a signature's, frame's, fix step's or harmless line's source, "
+        "and each content/names.yaml entry) with what was read and its age in days, oldest first; undated ones first."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--older-than", type=int, default=0, metavar="DAYS", help="only claims read at least DAYS ago (and undated ones)"
+        )
+        parser.add_argument("--dated", action="store_true", help="leave out undated claims")
+
+    def handle(self, *args, **options) -> None:
+        today = datetime.date.today()
+        shown = 0
+        for claim in content_claims(settings.CONTENT_DIR):
+            age = claim.age(today)
+            if (age is None and options["dated"]) or (age is not None and age < options["older_than"]):
+                continue
+            shown += 1
+            when = "undated" if age is None else f"{age} days ({claim.checked.isoformat()})"
+            self.stdout.write(f"{when:<20} {claim.file}:{claim.line}  {claim.subject}\n{'':<20} read: {claim.read}")
+        self.stdout.write(f"{shown} claim(s).")
