@@ -192,3 +192,36 @@ def test_why_this_confidence_lists_only_the_signals_that_count():
         ]
     }
     assert [s["id"] for s in snapshot_view(snapshot)["matches"][0]["weighted"]] == ["a"]
+
+
+def test_when_nothing_is_confident_the_closest_pages_are_inside_the_answer_box(client):
+    page = diagnose_page(client, "our training job stops while every rank saves the checkpoint to the shared filesystem\n")
+    box = page[page.index('id="answer"') : page.index("</section>", page.index('id="answer"'))]
+    assert "No known case" in box and "Possibly related" in box
+    assert re.search(r'<ul class="possibly-related">\s*<li><a href="/kb/[a-z0-9-]+/">', box)
+    assert "Pages that mention these words" not in page  # not again, 700 px further down
+
+
+def test_a_confident_match_without_evidence_lines_says_what_its_confidence_rests_on():
+    from django.template.loader import render_to_string
+
+    from kb.result_view import snapshot_view
+
+    match = {
+        "slug": "collective-mismatch-desync",
+        "title": "Ranks desynchronised",
+        "summary": "",
+        "kind": "cause",
+        "confidence": 0.5,
+        "score": 6.0,
+        "url": "/kb/collective-mismatch-desync/",
+        "fix_step": "fix-1",
+        "fix_title": "Find the first collective where the ranks differ",
+        "steps": [],
+        "signals": [{"id": "disagree", "description": "ranks were in different collectives", "weight": 6, "kind": "condition"}],
+        "evidence": [],
+        "evidence_total": 0,
+    }
+    html = render_to_string("kb/_results.html", {"result": snapshot_view({"best_slug": match["slug"], "matches": [match]})})
+    assert "Evidence from your log (0 lines)" not in html
+    assert "No single line of your log is this case's evidence" in html
