@@ -36,6 +36,7 @@ FACTS: dict[str, tuple[str, str]] = {
         "size): the size exchange all_gather_object and gather_object begin with",
     ),
     "stage": ("str", "the last progress stage printed before the output stops"),
+    "case": ("str", "the case the diagnosis named with confidence (its best answer): what the wizard's hand-off starts from"),
     "stages_done": ("strs", "stages whose completion marker was printed"),
     "launcher": ("str", "the outermost launcher found: srun, mpirun, deepspeed, accelerate, torchrun"),
     "launchers": ("strs", "every launcher found"),

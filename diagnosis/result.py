@@ -71,6 +71,11 @@ class Result:
     def facts(self) -> dict[str, Any]:
         return self.diagnosis.facts
 
+    @property
+    def handoff_facts(self) -> dict[str, Any]:
+        """What the troubleshooter starts from: the facts, and the case the diagnosis named with confidence."""
+        return {**self.diagnosis.facts, "case": self.best_slug} if self.best_slug else dict(self.diagnosis.facts)
+
     def to_json(self) -> dict[str, Any]:
         """The contract of DESIGN.md ("Diagnosis contract"), plus `kind` and `fix_step` per match, the rank verdict
         when ranks reported, where every rank is, the first failure, the known-harmless lines set aside, and `notes`

@@ -167,7 +167,7 @@ def _results(request: HttpRequest, search_text: str, job: JobInput, *, pasted: b
         hits = text_search(search_text, index_dir=settings.SEARCH_INDEX_DIR, limit=5)
     except IndexMissing:
         hits = []
-    wizard_url = facts_link(result.facts) if result.facts else None
+    wizard_url = facts_link(result.handoff_facts) if result.handoff_facts else None
     # Evidence that does not explain the hang: offer the script that records what the next run needs.
     capture_url = None if result.confident_cause else facts_link(result.facts, "capture")
     snapshot = result.to_snapshot(hits=hits, wizard_url=wizard_url or "", capture_url=capture_url or "")

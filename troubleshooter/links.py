@@ -37,9 +37,13 @@ def wizard_url_for_facts(facts: Mapping[str, Any]) -> str | None:
     library = library_published()
     best: tuple[int, str] | None = None
     for tree_id in sorted(library.trees):
-        if library.trees[tree_id].purpose != "diagnose":
+        tree = library.trees[tree_id]
+        if tree.purpose != "diagnose":
             continue
-        count = len(answers_from_facts(library.trees[tree_id], dict(facts)))
+        # a tree with a leaf for the diagnosed case wins over one whose questions the facts answer more of
+        count = len(answers_from_facts(tree, dict(facts))) + (
+            1000 if any(leaf.case == facts.get("case") for leaf in tree.leaves()) else 0
+        )
         if best is None or count > best[0]:
             best = (count, tree_id)
     if best is None:

@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from troubleshooter.echo import text_shown
 from troubleshooter.engine import Step, StateError, step_resolve
 from troubleshooter.facts import answers_from_facts
-from troubleshooter.tree_model import Tree
+from troubleshooter.tree_model import Tree, tree_branches
 
 LOG_KEY = "_log"
 CHANGE_KEY = "_change"
@@ -78,10 +78,35 @@ def state_revised(state: State, node_id: str) -> State:
 
 def state_from_facts(tree: Tree, facts: Mapping[str, Any]) -> State:
     """The state a log diagnosis hands to the wizard: what its facts answer, each marked as read from the log,
-    canonical, so the wizard opens at the first question the log left open."""
+    canonical, so the wizard opens at the first question the log left open.
+
+    With a confident diagnosis (the fact `case`), what that case settles comes too (see _case_answers), so the
+    wizard never asks again what the log already told."""
     answers = answers_from_facts(tree, dict(facts))
+    answers = {**_case_answers(tree, str(facts.get("case") or ""), answers), **answers}
     _, canonical, _ = state_resolve(tree, State(answers, frozenset(answers)))
     return canonical
+
+
+def _case_answers(tree: Tree, case: str, answers: Mapping[str, str]) -> dict[str, str]:
+    """The answers a diagnosed case settles, among the ways to its leaves that agree with the facts' answers: when
+    they all end at one leaf, the shortest way's answers, less those a script reads (a question with a role, such as
+    InfiniBand or RoCE, is still asked); when they end at several, only the answers every way shares (the wizard
+    then asks the question that tells those leaves apart)."""
+    if not case:
+        return {}
+    ways = [
+        (dict(trail), leaf.id)
+        for trail, leaf in tree_branches(tree)
+        if leaf.case == case and all(answers.get(question, answer) == answer for question, answer in trail)
+    ]
+    if not ways:
+        return {}
+    if len({leaf for _, leaf in ways}) == 1:
+        shortest = min((way for way, _ in ways), key=len)
+        return {q: a for q, a in shortest.items() if not getattr(tree.question(q), "role", None)}
+    first = ways[0][0]
+    return {q: a for q, a in first.items() if all(way.get(q) == a for way, _ in ways)}
 
 
 def state_pairs_for_form(state: State, node_id: str) -> Iterable[tuple[str, str]]:

@@ -150,3 +150,24 @@ def test_a_megatron_log_continues_at_the_first_question_it_leaves_open(client, l
 )
 def test_megatron_start_up_stages_answer_when_the_job_stops(tree, stage, answer):
     assert answers_from_facts(tree, {"stage": stage})["when"] == answer
+
+
+@pytest.mark.parametrize(
+    "log, first_question",
+    [
+        ("k8s-shm-lasterror-only-torch20.log", "When does the job stop making progress?"),
+        ("roce-status12-srun-torch24.log", "When does the job stop making progress?"),
+    ],
+)
+def test_a_confident_diagnosis_hands_off_past_what_its_case_settles(client, loaded_content, log, first_question):
+    """Smart Answers never asks what it knows: a docker-shm or InfiniBand diagnosis opens the troubleshooter past
+    the questions its case settles, each listed as the log's answer with a Change link."""
+    results = client.post("/diagnose", {"log": (FIXTURE_LOGS / "heldout" / log).read_text()}).content.decode()
+    assert "Most likely cause" in results
+    link = re.search(r'<a class="button" href="([^"]+)">Continue in the troubleshooter', results).group(1)
+    page = client.get(html.unescape(link))
+    tree = html5lib.parse(page.content, namespaceHTMLElements=False)
+    focus = tree.find(".//h2[@id='step-focus']")
+    assert focus is None or "".join(focus.itertext()) != first_question
+    listed = ["".join(li.itertext()) for li in tree.findall(".//ol[@class='answer-list']/li")]
+    assert len(listed) >= 2 and all("from your log" in item for item in listed)
