@@ -36,6 +36,15 @@ FACTS: dict[str, tuple[str, str]] = {
         "size): the size exchange all_gather_object and gather_object begin with",
     ),
     "stage": ("str", "the last progress stage printed before the output stops"),
+    "printed": (
+        "strs",
+        "what the job's catalogued lines mean (content/catalogue/FORMAT.md): gloo.timeout, socket.connection_closed, "
+        "process.killed, watchdog.timeout…",
+    ),
+    "printed_by": (
+        "strs",
+        "per program, the releases that can print every catalogued line of the job, e.g. 'nccl 2.18.6-2.19.4'",
+    ),
     "case": ("str", "the case the diagnosis named with confidence (its best answer): what the wizard's hand-off starts from"),
     "stages_done": ("strs", "stages whose completion marker was printed"),
     "launcher": ("str", "the outermost launcher found: srun, mpirun, deepspeed, accelerate, torchrun"),
@@ -143,6 +152,8 @@ FACT_LABELS = {
     "nccl_band": "NCCL (dated by wording)",
     "object_collective": "Object collective (size exchange)",
     "first_failure": "First failure",
+    "printed": "What the catalogued lines say",
+    "printed_by": "Releases that print these lines",
     "first_failure_rank": "Rank that failed first",
     "stack_frames": "Innermost stack frames",
     "nccl_tests": "nccl-tests",

@@ -67,6 +67,12 @@ class Diagnosis:
     recorder: FlightRecorderReading | None = None
     rank_groups: dict[str, Any] | None = None  # where every rank is (diagnosis/rank_groups.py)
     timeouts: dict[str, Any] | None = None  # the limits the log shows, first to fire first (diagnosis/readers/timeouts.py)
+    parts: dict[str, Any] = field(default_factory=dict)  # what readers without a field of their own found (JobParts.parts)
+
+    @property
+    def unrecognised(self) -> list[tuple[str | None, int, str]]:
+        """Lines with a catalogued program's prefix that no template of the catalogue explains: (file, line, text)."""
+        return list((self.parts.get("catalogue") or {}).get("unrecognised", []))
 
     @property
     def confident(self) -> list[CaseMatch]:
@@ -140,6 +146,9 @@ def job_diagnose(
     for reading in readings:
         for reader in READERS:
             reader.job_add(job, reading)
+    for reader in READERS:
+        if hasattr(reader, "finish"):
+            reader.finish(job, rules.messages)
     per_case, facts, all_ranks, all_stacks = job.per_case, job.facts, job.ranks, job.stacks
     dump_groups, failures, harmless, limits = job.dump_groups, job.failures, job.harmless, job.limits
 
@@ -223,6 +232,7 @@ def job_diagnose(
         recorder=recorder,
         rank_groups=where,
         timeouts=timeouts,
+        parts=job.parts,
     )
 
 

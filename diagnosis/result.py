@@ -204,6 +204,10 @@ def _json(diagnosis: Diagnosis, catalog: Catalog, notes: list[str]) -> dict[str,
         }
         for h in diagnosis.harmless
     ]
+    if diagnosis.unrecognised:
+        body["unrecognised"] = [
+            {"line": line, "text": text, **({"file": source} if source else {})} for source, line, text in diagnosis.unrecognised
+        ]
     if diagnosis.repairs:
         body["inputs"] = {"repairs": diagnosis.repairs}
     if notes:

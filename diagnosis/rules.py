@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from diagnosis.catalogue import Catalogue
 from diagnosis.readers import reader_literals
 from diagnosis.conditions import Condition, conditions_compile
 from diagnosis.readers.signatures import Signature, signatures_compile
@@ -49,6 +50,7 @@ class Rules:
     steps: dict[str, list[Step]] = field(default_factory=dict)
     guides: frozenset[str] = frozenset()
     harmless: list[HarmlessRule] = field(default_factory=list)
+    messages: Catalogue | None = None  # the message catalogue (diagnosis/catalogue.py), when the content has one
 
     @functools.cached_property
     def literals(self) -> frozenset[tuple[str, bool]]:
@@ -58,8 +60,9 @@ class Rules:
         return frozenset(found | reader_literals())
 
 
-def rules_compile(cases: Iterable[dict], harmless: Iterable[dict] = ()) -> Rules:
-    """From case front matter (or database rows with the same keys) and harmless entries to Rules."""
+def rules_compile(cases: Iterable[dict], harmless: Iterable[dict] = (), messages: Catalogue | None = None) -> Rules:
+    """From case front matter (or database rows with the same keys), harmless entries and the message catalogue to
+    Rules."""
     cases = list(cases)
     frames = [
         FrameSignature(
@@ -103,4 +106,5 @@ def rules_compile(cases: Iterable[dict], harmless: Iterable[dict] = ()) -> Rules
             HarmlessRule(id=h["id"], title=h["title"], why=h["why"], signature=sig)
             for h, sig in zip(harmless, harmless_signatures)
         ],
+        messages=messages,
     )

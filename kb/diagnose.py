@@ -4,7 +4,10 @@ revision, handed to `diagnosis.diagnose`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from django.conf import settings
 
 from django.urls import reverse
 
@@ -12,6 +15,8 @@ import diagnosis
 from diagnosis import Catalog, Result
 from diagnosis.job_files import JobInput
 from diagnosis.reading import Source
+from diagnosis.catalogue import Catalogue
+from diagnosis.readers.catalogue import diagnostic_messages
 from diagnosis.rules import Rules, rules_compile
 from kb.models import Case, ContentState, HarmlessLine, case_url
 
@@ -40,6 +45,21 @@ def rules_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return list(Case.objects.values(*CASE_RULE_FIELDS)), harmless
 
 
+_messages: dict[tuple, Catalogue | None] = {}
+
+
+def messages_current() -> Catalogue | None:
+    """The message catalogue of content/catalogue/messages, its diagnostic entries, read again when a file changes;
+    None when the content has none."""
+    folder = Path(settings.CONTENT_DIR) / "catalogue" / "messages"
+    files = sorted(folder.glob("*.yaml")) if folder.is_dir() else []
+    key = tuple((str(path), path.stat().st_mtime_ns, path.stat().st_size) for path in files)
+    if key not in _messages:
+        _messages.clear()
+        _messages[key] = diagnostic_messages(Catalogue.load(folder)) if files else None
+    return _messages[key]
+
+
 def catalog_current() -> Catalog:
     """Titles, summaries, sections and addresses of every loaded case."""
     rows = list(Case.objects.values_list("slug", "title", "summary", "sections"))
@@ -57,7 +77,7 @@ def served_current() -> Served:
     revision = ContentState.loaded_revision()
     if revision not in _cache:
         _cache.clear()
-        _cache[revision] = Served(revision, rules_compile(*rules_rows()), catalog_current())
+        _cache[revision] = Served(revision, rules_compile(*rules_rows(), messages=messages_current()), catalog_current())
     return _cache[revision]
 
 

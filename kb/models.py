@@ -171,7 +171,11 @@ class CaseMatchDay(models.Model):
 class LineTemplate(models.Model):
     """A cluster of masked, redacted log-line templates from pastes nothing explained (or voted wrong)."""
 
-    ORIGINS = [("unmatched", "matched nothing"), ("voted-wrong", "voted wrong")]
+    ORIGINS = [
+        ("unmatched", "matched nothing"),
+        ("voted-wrong", "voted wrong"),
+        ("unrecognised", "not in the message catalogue"),
+    ]
     origin = models.CharField(max_length=12, choices=ORIGINS)
     template = models.TextField()
     length = models.PositiveSmallIntegerField()

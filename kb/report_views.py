@@ -57,6 +57,9 @@ def result_context(
             for key in result.texts.lines if result.texts else ():
                 templates += interesting_templates(result.texts.text(key)[:UNMATCHED_SCAN_BYTES])
             store.templates_record("unmatched", templates[:80])
+    if pasted and result.diagnosis.unrecognised:
+        # a known program's line no catalogued template explains: the catalogue's gap, for the curators
+        store.templates_record("unrecognised", [line_template(text) for _, _, text in result.diagnosis.unrecognised])
     evidence_templates = [line_template(row["text"]) for m in snapshot.get("matches", [])[:3] for row in m["evidence"][:4]]
     pasted_text = ""
     if len(logs) == 1 and logs[0][0] in ("pasted", "query") and len(logs[0][1]) <= EMBED_LOG_LIMIT and result.texts:

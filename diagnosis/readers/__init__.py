@@ -5,7 +5,7 @@ module here and its name to this tuple (diagnosis/readers/README.md)."""
 
 from __future__ import annotations
 
-from diagnosis.readers import debug_dumps, events, facts, harmless, signatures, stacks, timeouts, tools
+from diagnosis.readers import catalogue, debug_dumps, events, facts, harmless, signatures, stacks, timeouts, tools
 from diagnosis.readers.base import Reader
 
 READERS: tuple[Reader, ...] = (
@@ -17,6 +17,7 @@ READERS: tuple[Reader, ...] = (
     debug_dumps.READER,
     events.READER,
     timeouts.READER,
+    catalogue.READER,
 )
 
 

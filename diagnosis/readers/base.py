@@ -116,3 +116,7 @@ class Reader(Protocol):
 
     def job_add(self, job: JobParts, reading: FileReading) -> None:
         """Add one whole file's reading to the job's."""
+
+
+# A reader may also define `finish(job, messages)`: run once after every file was added, with the message catalogue
+# (the catalogue reader turns the lines it matched into the releases that print them all).

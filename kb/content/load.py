@@ -27,7 +27,7 @@ from kb.content.publish import (
     snapshot_write,
 )
 from kb.content.rules_snapshot import rules_snapshot_write
-from kb.diagnose import catalog_current, rules_rows
+from kb.diagnose import catalog_current, messages_current, rules_rows
 from kb.search.index import index_write
 
 
@@ -78,7 +78,14 @@ def content_load(*, content_dir: Path, index_dir: Path, force: bool = False) -> 
                 snapshot_write(build, content_dir)
                 created, updated, deleted = content_rows_write(docs, harmless, revision)
                 cases, harmless_rows = rules_rows()
-                rules_snapshot_write(build, revision=revision, cases=cases, harmless=harmless_rows, catalog=catalog_current())
+                rules_snapshot_write(
+                    build,
+                    revision=revision,
+                    cases=cases,
+                    harmless=harmless_rows,
+                    catalog=catalog_current(),
+                    messages=messages_current(),
+                )
         except BaseException:
             if build is not None:
                 shutil.rmtree(build, ignore_errors=True)  # the database rolled back: nothing may point here

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kb.content.publish import RULES_FILE, current_build
+from diagnosis.catalogue import Catalogue
+from diagnosis.readers.catalogue import messages_dump, messages_load
 from diagnosis.result import Catalog
 from diagnosis.rules import Rules, rules_compile
 from diagnosis.scanning import literal_database_dump, literal_database_load, literal_groups_dump, literal_groups_load
@@ -31,8 +33,11 @@ class RulesSnapshot:
     catalog: Catalog
 
 
-def rules_snapshot_write(build: Path, *, revision: str, cases: list[dict], harmless: list[dict], catalog: Catalog) -> None:
-    """`cases` and `harmless` are the rows the database now holds, as kb.diagnose.rules_current reads them."""
+def rules_snapshot_write(
+    build: Path, *, revision: str, cases: list[dict], harmless: list[dict], catalog: Catalog, messages: Catalogue | None = None
+) -> None:
+    """`cases` and `harmless` are the rows the database now holds, as kb.diagnose.rules_current reads them; `messages`
+    the diagnostic part of the message catalogue."""
     body = {
         "format": FORMAT,
         "revision": revision,
@@ -43,8 +48,9 @@ def rules_snapshot_write(build: Path, *, revision: str, cases: list[dict], harml
         "harmless_url": catalog.harmless_url,
         "summaries": catalog.summaries,
         "sections": catalog.sections,
+        "messages": messages_dump(messages) if messages is not None else None,
     }
-    rules = rules_compile(cases, harmless)
+    rules = rules_compile(cases, harmless, messages)
     _build_file_write(build, GROUPS_FILE, literal_groups_dump())
     _literal_database_cached(build, rules)
     # Written last and renamed into place: a build that has this file is complete (kb.content.publish).
@@ -73,7 +79,7 @@ def rules_snapshot_read(index_root: Path) -> RulesSnapshot | None:
         sections=body.get("sections", {}),
     )
     groups_loaded = _build_file_load(build, GROUPS_FILE, literal_groups_load)
-    rules = rules_compile(body["cases"], body["harmless"])
+    rules = rules_compile(body["cases"], body["harmless"], messages_load(body.get("messages")))
     if not groups_loaded:  # a build published by an older release, or derived by other code: left for the next start
         _build_file_write(build, GROUPS_FILE, literal_groups_dump())
     _literal_database_cached(build, rules)

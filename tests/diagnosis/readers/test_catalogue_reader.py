@@ -1,0 +1,66 @@
+"""The catalogue reader: each failure line a catalogued program prints is recognised by what it means, whatever
+prefix a launcher put before it and whichever rank printed it; the releases that print every line become a fact; a
+line with a known program's prefix that no template explains is listed, so the catalogue's gaps show."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from diagnosis.catalogue import Catalogue
+from diagnosis.engine import log_diagnose
+from diagnosis.readers.catalogue import diagnostic_messages, messages_dump, messages_load
+from diagnosis.rules import rules_compile
+
+MESSAGES = Path(__file__).resolve().parents[3] / "content" / "catalogue" / "messages"
+
+
+@pytest.fixture(scope="module")
+def rules():
+    return rules_compile([], [], diagnostic_messages(Catalogue.load(MESSAGES)))
+
+
+GLOO = (
+    "[rank1]:[E1128 10:00:12.123456 ProcessGroupGloo.cpp:144] Rank 0 failed to pass monitoredBarrier in 10000 ms\n"
+    "[rank1]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer [10.0.0.2]:51234\n"
+)
+
+
+def _job(text: str, rules):
+    diagnosis = log_diagnose([("job.log", text.encode())], rules)
+    return diagnosis.facts
+
+
+def test_a_monitored_barrier_and_a_closed_connection_are_read_by_meaning(rules):
+    assert {"barrier.timeout", "socket.connection_closed"} <= set(_job(GLOO, rules)["printed"])
+
+
+def test_the_releases_that_print_every_line_become_a_fact(rules):
+    bands = _job(GLOO, rules)["printed_by"]
+    assert any(band.startswith("torch 1.13.1-") for band in bands)
+
+
+def test_the_same_message_from_every_rank_is_one_meaning(rules):
+    text = "".join(
+        f"[rank{r}]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer "
+        f"[10.0.0.{r}]:5{r:04d}\n"
+        for r in range(64)
+    )
+    assert _job(text, rules)["printed"] == ["socket.connection_closed"]
+
+
+def test_a_line_with_a_known_prefix_that_no_template_explains_is_listed(rules):
+    text = "node1:4242:4301 [3] NCCL WARN Something no NCCL release has ever printed, on purpose\n"
+    diagnosis = log_diagnose([("job.log", text.encode())], rules)
+    assert diagnosis.unrecognised == [(None, 1, text.strip())]
+
+
+def test_a_healthy_log_has_no_printed_meanings(rules):
+    text = "".join(f"step {n} loss {1 / (n + 1):.4f}\n" for n in range(5000))
+    assert "printed" not in _job(text, rules)
+
+
+def test_the_catalogue_survives_the_rules_snapshot_round_trip(rules):
+    again = messages_load(messages_dump(rules.messages))
+    assert again.entries == rules.messages.entries and again.releases == rules.messages.releases
