@@ -108,10 +108,12 @@ def build(harvest: Path, program: str, source: str) -> str:
         "generated_from": f"content/catalogue/names/harvest/{harvest.name} by kb/content/names_catalogue.py (stage 2)",
         "source": source,
         "releases": releases,
-        "names": entries,
     }
     header = "# Generated: do not edit. Rebuild with tools/catalogue/names_build.py; see tools/catalogue/README.md.\n"
-    return header + yaml.safe_dump(document, sort_keys=False, default_flow_style=None, width=120, allow_unicode=True)
+    text = header + yaml.safe_dump(document, sort_keys=False, default_flow_style=None, width=120, allow_unicode=True)
+    # One line per name (a flow mapping), so a diff of two harvests shows one line per changed name.
+    lines = [f"- {yaml.safe_dump(e, sort_keys=False, default_flow_style=True, width=10**6).strip()}" for e in entries]
+    return text + "names:\n" + "".join(line + "\n" for line in lines)
 
 
 # program -> (software name in content, kinds catalogued, source description)
