@@ -40,7 +40,7 @@ def write_harvest(path: Path, rows: list[HarvestRow], program: str) -> None:
     """Sorted, deduplicated TSV; the `# releases:` line lists every release harvested, in release order."""
     unique = sorted(set(rows), key=lambda r: (release_key(r.release), r.kind, r.name, r.file, r.alias_of))
     releases = sorted({r.release for r in unique}, key=release_key)
-    lines = [f"# {program} names harvest (stage 1); see tools/catalogue/README.md", "# releases: " + " ".join(releases)]
+    lines = [f"# {program} names harvest (stage 1); see tools/catalogue/names_README.md", "# releases: " + " ".join(releases)]
     lines.append("\t".join(HEADER))
     lines += ["\t".join((r.release, r.kind, r.name, r.file, r.alias_of)) for r in unique]
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -109,7 +109,7 @@ def build(harvest: Path, program: str, source: str) -> str:
         "source": source,
         "releases": releases,
     }
-    header = "# Generated: do not edit. Rebuild with tools/catalogue/names_build.py; see tools/catalogue/README.md.\n"
+    header = "# Generated: do not edit. Rebuild with tools/catalogue/names_build.py; see tools/catalogue/names_README.md.\n"
     text = header + yaml.safe_dump(document, sort_keys=False, default_flow_style=None, width=120, allow_unicode=True)
     # One line per name (a flow mapping), so a diff of two harvests shows one line per changed name.
     lines = [f"- {yaml.safe_dump(e, sort_keys=False, default_flow_style=True, width=10**6).strip()}" for e in entries]

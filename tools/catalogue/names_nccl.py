@@ -3,7 +3,7 @@
 Why from tags: NCCL ships as a library without sources in most wheels; the repository at the release tag is the
 source of what that release reads. One tag per minor release (its last patch), v2.4 to v2.30.
 
-Rules (src/ only, at each tag; README.md in this folder gives the commands):
+Rules (src/ only, at each tag; names_README.md in this folder gives the commands):
 - `NCCL_PARAM(Name, "SUFFIX", default)` defines a parameter read from the variable "NCCL_" + SUFFIX
   (src/include/param.h: ncclLoadParam("NCCL_" env, ...)). The macro pastes the string as written, so 2.14-2.15's
   NCCL_PARAM(AllocP2pNetLLBuffers, "NCCL_ALLOC_P2P_NET_LL_BUFFERS", 0) really read NCCL_NCCL_ALLOC_P2P_NET_LL_BUFFERS.

@@ -3,7 +3,7 @@
 Why by script from wheels: the knowledge base's release ranges must be what each release really reads, not what a
 page remembers (issue 32). Each release's wheels are downloaded from PyPI, read, and deleted (disk).
 
-Sources per release (README.md in this folder gives the commands):
+Sources per release (names_README.md in this folder gives the commands):
 
 - macOS arm64 wheel (small; no CUDA code):
   - Python, every `torch/**.py`: a string literal that is an environment-variable name (kb.content.names.is_env_name)
