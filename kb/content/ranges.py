@@ -18,7 +18,9 @@ harvested are not judged. The checks:
 2. Badges: a harmless entry's or a signature's `versions: {software: spec}` says when its message is printed, so
    every catalogued name of that software in the message (harmless: title and pattern; signature: pattern; both:
    examples) must be read by every harvested release the spec contains. An example with `release: "PyTorch X.Y.Z"`
-   (or NCCL, TransformerEngine...) must name only variables that X.Y.Z reads, when X.Y.Z was harvested.
+   (or NCCL, TransformerEngine...) must name only variables that X.Y.Z reads, when X.Y.Z was harvested. A fix
+   step's `versions` badge: every catalogued name in its #fix-N section must be read by at least one harvested
+   release the badge contains (the text may name an older or newer name for part of the range).
 3. Scripts (issue 32 item 4): every PyTorch variable a script part exports is rendered by the composer
    (troubleshooter/scripts.py, the same `_settings` lines fix.sh gets) for each torch answer it applies to; the
    `release_at_least` branches of those lines are evaluated for each harvested release of that answer's range, and
@@ -267,6 +269,47 @@ def badge_problems(content_dir: Path, catalogues: dict[str, Catalogue], owners: 
             problems += _message_problems(
                 fm.path, fm, ("signatures", index), signature, [signature.get("pattern", "")], catalogues, owners
             )
+        problems += _step_problems(fm, catalogues, owners)
+    return problems
+
+
+_HEADING = re.compile(r"^(#{1,3})\s.*?\{#([a-z0-9-]+)\}\s*$")
+
+
+def _step_problems(fm, catalogues: dict[str, Catalogue], owners: NameOwners) -> list[Problem]:
+    """A fix step's `versions` badge: every catalogued name its #fix-N section names must be read by at least one
+    harvested release the badge contains (a section may name an older or newer name for part of the range, so
+    "every release" would be too strict; a name that no release in the badge reads is wrong for the whole step)."""
+    badges = {s.get("anchor"): s.get("versions") or {} for s in fm.data.get("steps") or [] if s.get("versions")}
+    if not badges:
+        return []
+    sections: dict[str, list[tuple[int, str]]] = {}
+    current = ""
+    fence = False
+    for offset, line in enumerate(fm.body.splitlines()):
+        if line.lstrip().startswith(("```", "~~~")):
+            fence = not fence
+        heading = None if fence else _HEADING.match(line)
+        if heading:
+            current = heading.group(2) if heading.group(2) in badges else ""
+            continue
+        if current:
+            sections.setdefault(current, []).extend((fm.body_line + offset, n) for n in env_names(line))
+    problems = []
+    for anchor, versions in badges.items():
+        for software, text in versions.items():
+            catalogue, spec = catalogues.get(str(software)), spec_of(str(text))
+            if catalogue is None or spec is None:
+                continue
+            included = [r for r in catalogue.releases if contains(spec, r)]
+            for line, name in dict.fromkeys(sections.get(anchor, [])):
+                if not owners.owned(name, str(software)):
+                    continue
+                found = catalogue.entries.get(("env", name))
+                if found is None or not set(catalogue.read_in(found)) & set(included):
+                    said = describe(catalogue, found) if found else "no harvested release"
+                    message = f"{name} in step {anchor} badged {{{software}: '{text}'}}, but the catalogue says read in {said}"
+                    problems.append(Problem(fm.path, line, message))
     return problems
 
 

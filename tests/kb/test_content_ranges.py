@@ -129,3 +129,24 @@ def test_script_exports_are_judged_per_release(tmp_path):
     assert [p.message.split(",")[0] for p in problems] == [
         "TORCH_FR_BUFFER_SIZE exported for PyTorch 2.8.0 (torch answer ge-2.5)"
     ]
+
+
+def test_a_step_badge_needs_its_names_read_by_some_release_it_contains():
+    from kb.content.frontmatter import front_matter_split
+    from kb.content.ranges import NameOwners, _step_problems
+
+    text = (
+        "---\nsteps:\n  - anchor: fix-1\n    versions: {pytorch: '<2.8'}\n---\n## Fix {#fix}\n"
+        "### 1. Record {#fix-1}\nexport TORCH_NCCL_TRACE_BUFFER_SIZE=2000 (TORCH_FR_BUFFER_SIZE from 2.8)\n"
+        "### 2. Other {#fix-2}\nTORCH_FR_BUFFER_SIZE=1\n"
+    )
+    fm = front_matter_split(text)
+    fm.path = "content/cases/x.md"
+    catalogue = _catalogue(
+        CatalogueEntry("TORCH_NCCL_TRACE_BUFFER_SIZE", "env", "2.2.2", "2.15.0", "f"),
+        CatalogueEntry("TORCH_FR_BUFFER_SIZE", "env", "2.8.0", "2.15.0", "f"),
+    )
+    owners = NameOwners({"TORCH_NCCL_TRACE_BUFFER_SIZE": ("pytorch",), "TORCH_FR_BUFFER_SIZE": ("pytorch",)})
+    assert [str(p) for p in _step_problems(fm, catalogue, owners)] == [
+        "content/cases/x.md:8: TORCH_FR_BUFFER_SIZE in step fix-1 badged {pytorch: '<2.8'}, but the catalogue says read in 2.8.0–2.15.0 (f)"
+    ]
