@@ -379,26 +379,30 @@ def script_problems(content_dir: Path, skeleton_dir: Path, catalogues: dict[str,
                 for answer in answers:
                     exported = variable_name(variable, answer)
                     shell = _settings([_Export(exported, "1", "", variable.reader, False, variable.renamed)])
+                    bad: dict[tuple[str, str], list[str]] = {}
                     for release in (r for r in torch.releases if contains(SpecifierSet(TORCH_ANSWERS[answer]), r)):
                         for _, sent in exported_by_release(shell, release):
-                            problems += _export_problem(doc.path, line, sent, release, answer, torch)
+                            why = _export_problem(sent, release, torch)
+                            if why:
+                                bad.setdefault((sent, why), []).append(release)
+                    for (sent, why), releases in bad.items():
+                        where = f"exported for PyTorch {_few(releases)} (torch answer {answer})"
+                        problems.append(Problem(doc.path, line, f"{sent} {where}, but the catalogue says {why}"))
     problems += _read_names_problems(content_dir, skeleton_dir, catalogues, owners)
     return problems
 
 
-def _export_problem(shown: str, line: int, name: str, release: str, answer: str, torch: Catalogue) -> list[Problem]:
+def _export_problem(name: str, release: str, torch: Catalogue) -> str:
+    """What the catalogue says against exporting `name` for `release` ('' when nothing)."""
     found = torch.entries.get(("env", name))
-    where = f"exported for PyTorch {release} (torch answer {answer})"
     if found is None or release not in torch.read_in(found):
-        said = describe(torch, found) if found else "no harvested release"
-        return [Problem(shown, line, f"{name} {where}, but the catalogue says read in {said}")]
+        return f"read in {describe(torch, found) if found else 'no harvested release'}"
     if found.replaced_by and release_key(release) >= release_key(found.deprecated_from):
-        message = (
-            f"{name} {where}, but the catalogue says it is a deprecated alias of {found.replaced_by} from "
-            f"{found.deprecated_from} ({found.file}): export {found.replaced_by} there"
+        return (
+            f"it is a deprecated alias of {found.replaced_by} from {found.deprecated_from} ({found.file}): "
+            f"export {found.replaced_by} there"
         )
-        return [Problem(shown, line, message)]
-    return []
+    return ""
 
 
 def _read_names_problems(content_dir: Path, skeleton_dir: Path, catalogues, owners) -> list[Problem]:
