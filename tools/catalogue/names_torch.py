@@ -6,7 +6,7 @@ page remembers (issue 32). Each release's wheels are downloaded from PyPI, read,
 Sources per release (names_README.md in this folder gives the commands):
 
 - macOS arm64 wheel (small; no CUDA code):
-  - Python, every `torch/**.py`: a string literal that is an environment-variable name (kb.content.names.is_env_name)
+  - Python, every `torch/**.py` but the test helpers under torch/testing/: a string literal that is an environment-variable name (kb.content.names.is_env_name)
     on a line that reads the environment (`environ`, `getenv`, `get_env`). `torch/distributed/**.py`: every long
     option string of an `add_argument(...)` call (AST), kind flag: torchrun (run.py), the older launch.py, and the
     Flight Recorder analyzer (torchfrtrace, flight_recorder/components/config_manager.py).
@@ -31,6 +31,7 @@ Writes content/catalogue/names/harvest/torch.tsv (rows of releases not harvested
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -71,9 +72,10 @@ RELEASES = (
 )
 HARVEST = ROOT / "content/catalogue/names/harvest/torch.tsv"
 PLATFORMS = {
-    "macos": ("macosx_11_0_arm64",),
+    "macos": ("macosx_11_0_arm64", "macosx_12_0_arm64", "macosx_13_0_arm64", "macosx_14_0_arm64", "macosx_15_0_arm64"),
     "linux": ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux1_x86_64"),
 }
+TEST_CODE = "torch/testing/"  # the test suite's helpers set and read variables; the release does not
 LINUX_LIBS = ("torch/lib/libtorch_cuda.so", "torch/lib/libtorch_cpu.so")
 
 _PY_READS = re.compile(r"environ|getenv|get_env")
@@ -85,13 +87,15 @@ CHUNK = 64 << 20
 
 
 def download(release: str, platform: str, into: Path) -> Path:
-    """One wheel of `release` for `platform`, from PyPI via pip (cp311, or cp310 for releases without cp311)."""
+    """One wheel of `release` for `platform`, from PyPI via pip (cp311, or cp310 for releases without cp311). A
+    machine-wide pip config (this host constrains installs to torch<=2.14.1) is not loaded: the wheel is
+    only read and deleted, never installed."""
     for python in ("3.11", "3.10"):
         done = subprocess.run(
             [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
              *(a for tag in PLATFORMS[platform] for a in ("--platform", tag)),
              "--python-version", python, f"torch=={release}", "-d", str(into), "-q"],
-            capture_output=True, text=True,
+            capture_output=True, text=True, env={**os.environ, "PIP_CONFIG_FILE": os.devnull},
         )  # fmt: skip
         wheels = sorted(into.glob(f"torch-{release}-*.whl"))
         if done.returncode == 0 and wheels:
@@ -153,7 +157,7 @@ def harvest_macos(release: str, wheel: Path) -> Iterator[HarvestRow]:
     with zipfile.ZipFile(wheel) as archive:
         for info in archive.infolist():
             path = info.filename
-            if path.endswith(".py") and path.startswith("torch/"):
+            if path.endswith(".py") and path.startswith("torch/") and not path.startswith(TEST_CODE):
                 yield from python_rows(release, path, archive.read(info).decode("utf-8", "replace"))
             elif path.startswith("torch/include/torch/csrc/distributed/") and path.endswith((".hpp", ".h")):
                 yield from header_rows(release, path, archive.read(info).decode("utf-8", "replace"))
