@@ -150,3 +150,24 @@ def test_a_step_badge_needs_its_names_read_by_some_release_it_contains():
     assert [str(p) for p in _step_problems(fm, catalogue, owners)] == [
         "content/cases/x.md:8: TORCH_FR_BUFFER_SIZE in step fix-1 badged {pytorch: '<2.8'}, but the catalogue says read in 2.8.0–2.15.0 (f)"
     ]
+
+
+def test_harmless_badges_and_example_releases_need_the_names_read(tmp_path):
+    from kb.content.ranges import NameOwners, badge_problems
+
+    content = tmp_path / "content"
+    (content / "harmless").mkdir(parents=True)
+    (content / "cases").mkdir()
+    (content / "harmless" / "h.yaml").write_text(
+        "id: h\ntitle: TORCH_NCCL_AVOID_RECORD_STREAMS notices\npattern: 'x'\nversions: {pytorch: '>=2.5'}\n"
+        "examples:\n  - text: 'Warning: TORCH_NCCL_AVOID_RECORD_STREAMS=1 has no effect'\n    release: PyTorch 2.15.0 (ProcessGroupNCCL.cpp)\n",
+        encoding="utf-8",
+    )
+    catalogue = _catalogue(CatalogueEntry("TORCH_NCCL_AVOID_RECORD_STREAMS", "env", "2.2.2", "2.14.1", "f"))
+    owners = NameOwners({"TORCH_NCCL_AVOID_RECORD_STREAMS": ("pytorch",)})
+    assert sorted(str(p) for p in badge_problems(content, catalogue, owners)) == [
+        "content/harmless/h.yaml:4: TORCH_NCCL_AVOID_RECORD_STREAMS versions {pytorch: '>=2.5'} but the catalogue says read in "
+        "2.2.2–2.14.1 (f): '>=2.5' includes 2.15.0, which does not read it",
+        "content/harmless/h.yaml:6: TORCH_NCCL_AVOID_RECORD_STREAMS in an example labelled pytorch 2.15.0, but the catalogue says "
+        "read in 2.2.2–2.14.1 (f)",
+    ]
