@@ -79,11 +79,13 @@ def build(harvest: Path, program: str, source: str) -> str:
     reads: dict[tuple[str, str], set[str]] = {}
     files: dict[tuple[str, str, str], list[str]] = {}
     aliases: dict[tuple[str, str], dict[str, str]] = {}
+    alias_files: dict[tuple[str, str, str], list[str]] = {}
     for row in rows:
         key = (row.kind, row.name)
         reads.setdefault(key, set()).add(row.release)
         files.setdefault((row.kind, row.name, row.release), []).append(row.file)
         if row.alias_of:
+            alias_files.setdefault((row.kind, row.name, row.release), []).append(row.file)
             aliases.setdefault(key, {})
             current = aliases[key].get(row.release)
             aliases[key][row.release] = min(current, row.alias_of) if current else row.alias_of
@@ -101,7 +103,8 @@ def build(harvest: Path, program: str, source: str) -> str:
             latest = max(by_release, key=order.__getitem__)
             replaced_by = by_release[latest]
             since = min((r for r, new in by_release.items() if new == replaced_by), key=order.__getitem__)
-            entry["deprecated"] = {"replaced_by": replaced_by, "from": since}
+            where = min(alias_files[(kind, name, since)], key=_file_rank)
+            entry["deprecated"] = {"replaced_by": replaced_by, "from": since, "file": where}
         entries.append(entry)
     document = {
         "program": program,
@@ -149,6 +152,7 @@ class CatalogueEntry:
     not_read_in: tuple[str, ...] = ()
     replaced_by: str = ""
     deprecated_from: str = ""
+    deprecated_file: str = ""  # where the release `deprecated_from` lists it as an alias
 
 
 @dataclass(frozen=True)
@@ -178,7 +182,7 @@ def load(directory: Path = CATALOGUE_DIR) -> dict[str, Catalogue]:
             dep = e.get("deprecated") or {}
             entries[(e["kind"], e["name"])] = CatalogueEntry(
                 e["name"], e["kind"], str(e["first"]), str(e["last"]), e["file"], tuple(map(str, e.get("not_read_in", ()))),
-                dep.get("replaced_by", ""), str(dep.get("from", "")),
+                dep.get("replaced_by", ""), str(dep.get("from", "")), dep.get("file", ""),
             )  # fmt: skip
         out[software] = Catalogue(program, software, kinds, tuple(map(str, data["releases"])), entries)
     return out

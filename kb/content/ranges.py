@@ -154,7 +154,7 @@ def _deprecation_problems(
     if found.replaced_by and not entry.get("deprecated"):
         message = (
             f"is not marked deprecated, but the catalogue says it is a deprecated alias of {found.replaced_by} "
-            f"from {found.deprecated_from} ({found.file})"
+            f"from {found.deprecated_from} ({found.deprecated_file})"
         )
         return [Problem(doc.path, at, f"{name} {message}")]
     if entry.get("deprecated") and not found.replaced_by:
@@ -399,7 +399,7 @@ def _export_problem(name: str, release: str, torch: Catalogue) -> str:
         return f"read in {describe(torch, found) if found else 'no harvested release'}"
     if found.replaced_by and release_key(release) >= release_key(found.deprecated_from):
         return (
-            f"it is a deprecated alias of {found.replaced_by} from {found.deprecated_from} ({found.file}): "
+            f"it is a deprecated alias of {found.replaced_by} from {found.deprecated_from} ({found.deprecated_file}): "
             f"export {found.replaced_by} there"
         )
     return ""

@@ -108,9 +108,11 @@ def test_script_exports_are_judged_per_release(tmp_path):
         encoding="utf-8",
     )
     catalogue = _catalogue(
-        CatalogueEntry("TORCH_NCCL_TRACE_BUFFER_SIZE", "env", "2.2.2", "2.15.0", "f", (), "TORCH_FR_BUFFER_SIZE", "2.8.0"),
+        CatalogueEntry("TORCH_NCCL_TRACE_BUFFER_SIZE", "env", "2.2.2", "2.15.0", "f", (), "TORCH_FR_BUFFER_SIZE", "2.8.0", "f"),
         CatalogueEntry("TORCH_FR_BUFFER_SIZE", "env", "2.8.0", "2.15.0", "f"),
-        CatalogueEntry("TORCH_NCCL_DUMP_ON_TIMEOUT", "env", "2.2.2", "2.15.0", "f", (), "TORCH_FR_DUMP_ON_TIMEOUT", "2.15.0"),
+        CatalogueEntry(
+            "TORCH_NCCL_DUMP_ON_TIMEOUT", "env", "2.2.2", "2.15.0", "f", (), "TORCH_FR_DUMP_ON_TIMEOUT", "2.15.0", "f"
+        ),
     )
     owners = NameOwners(
         {n: ("pytorch",) for n in ("TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_NCCL_DUMP_ON_TIMEOUT", "TORCH_FR_BUFFER_SIZE")}
@@ -121,7 +123,7 @@ def test_script_exports_are_judged_per_release(tmp_path):
         "says it is a deprecated alias of TORCH_FR_DUMP_ON_TIMEOUT from 2.15.0 (f): export TORCH_FR_DUMP_ON_TIMEOUT there"
     ]
     late = _catalogue(
-        CatalogueEntry("TORCH_NCCL_TRACE_BUFFER_SIZE", "env", "2.2.2", "2.15.0", "f", (), "TORCH_FR_BUFFER_SIZE", "2.8.0"),
+        CatalogueEntry("TORCH_NCCL_TRACE_BUFFER_SIZE", "env", "2.2.2", "2.15.0", "f", (), "TORCH_FR_BUFFER_SIZE", "2.8.0", "f"),
         CatalogueEntry("TORCH_FR_BUFFER_SIZE", "env", "2.14.1", "2.15.0", "f"),
         CatalogueEntry("TORCH_NCCL_DUMP_ON_TIMEOUT", "env", "2.2.2", "2.15.0", "f"),
     )

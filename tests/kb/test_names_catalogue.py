@@ -75,7 +75,7 @@ def test_build_reads_gaps_aliases_and_first_files(tmp_path):
     assert sorted(read_harvest(harvest)) == sorted(rows)
     text = build(harvest, "x", "test")
     assert "{name: A, kind: env, first: '1.0', last: '3.0', not_read_in: ['2.0'], file: src/a.hpp}" in text
-    assert "deprecated: {replaced_by: NEW, from: '2.0'}" in text
+    assert "deprecated: {replaced_by: NEW, from: '2.0', file: src/a.hpp}" in text
     assert build(harvest, "x", "test") == text
 
 
