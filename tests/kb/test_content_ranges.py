@@ -95,8 +95,8 @@ def test_script_branches_follow_release_at_least():
 
 
 def test_script_exports_are_judged_per_release(tmp_path):
-    """The 2.8 rename is handled by the composer (no problem); a name that 2.15 deprecates, exported for 2.15,
-    and a name exported where it is not read yet are problems."""
+    """The 2.8 and 2.15 renames are handled by the composer (no problem); a name a release deprecates, exported for
+    that release without a rename, and a name exported where it is not read yet are problems."""
     from kb.content.ranges import NameOwners, script_problems
 
     scripts = tmp_path / "content" / "scripts"
@@ -104,7 +104,8 @@ def test_script_exports_are_judged_per_release(tmp_path):
     (scripts / "p.yaml").write_text(
         "parts:\n  fr:\n    title: t\n    env:\n"
         "      - {only: {torch: [ge-2.5]}, name: TORCH_NCCL_TRACE_BUFFER_SIZE, value: '1', why: w}\n"
-        "      - {only: {torch: [ge-2.5]}, name: TORCH_NCCL_DUMP_ON_TIMEOUT, value: '1', why: w}\n",
+        "      - {only: {torch: [ge-2.5]}, name: TORCH_NCCL_DUMP_ON_TIMEOUT, value: '1', why: w}\n"
+        "      - {only: {torch: [ge-2.5]}, name: TORCH_NCCL_ENABLE_TIMING, value: '1', why: w}\n",
         encoding="utf-8",
     )
     catalogue = _catalogue(
@@ -113,19 +114,25 @@ def test_script_exports_are_judged_per_release(tmp_path):
         CatalogueEntry(
             "TORCH_NCCL_DUMP_ON_TIMEOUT", "env", "2.2.2", "2.15.0", "f", (), "TORCH_FR_DUMP_ON_TIMEOUT", "2.15.0", "f"
         ),
+        CatalogueEntry("TORCH_FR_DUMP_ON_TIMEOUT", "env", "2.15.0", "2.15.0", "f"),
+        # made up for this test: a deprecation the composer has no rename for
+        CatalogueEntry("TORCH_NCCL_ENABLE_TIMING", "env", "2.2.2", "2.15.0", "f", (), "TORCH_TIMING", "2.15.0", "f"),
     )
-    owners = NameOwners(
-        {n: ("pytorch",) for n in ("TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_NCCL_DUMP_ON_TIMEOUT", "TORCH_FR_BUFFER_SIZE")}
-    )
+    names = ("TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_NCCL_DUMP_ON_TIMEOUT", "TORCH_FR_BUFFER_SIZE", "TORCH_FR_DUMP_ON_TIMEOUT")
+    owners = NameOwners({n: ("pytorch",) for n in (*names, "TORCH_NCCL_ENABLE_TIMING")})
     problems = script_problems(tmp_path / "content", tmp_path / "none", catalogue, owners)
     assert [str(p) for p in problems] == [
-        "content/scripts/p.yaml:6: TORCH_NCCL_DUMP_ON_TIMEOUT exported for PyTorch 2.15.0 (torch answer ge-2.5), but the catalogue "
-        "says it is a deprecated alias of TORCH_FR_DUMP_ON_TIMEOUT from 2.15.0 (f): export TORCH_FR_DUMP_ON_TIMEOUT there"
+        "content/scripts/p.yaml:7: TORCH_NCCL_ENABLE_TIMING exported for PyTorch 2.15.0 (torch answer ge-2.5), but the catalogue "
+        "says it is a deprecated alias of TORCH_TIMING from 2.15.0 (f): export TORCH_TIMING there"
     ]
     late = _catalogue(
         CatalogueEntry("TORCH_NCCL_TRACE_BUFFER_SIZE", "env", "2.2.2", "2.15.0", "f", (), "TORCH_FR_BUFFER_SIZE", "2.8.0", "f"),
         CatalogueEntry("TORCH_FR_BUFFER_SIZE", "env", "2.14.1", "2.15.0", "f"),
-        CatalogueEntry("TORCH_NCCL_DUMP_ON_TIMEOUT", "env", "2.2.2", "2.15.0", "f"),
+        CatalogueEntry(
+            "TORCH_NCCL_DUMP_ON_TIMEOUT", "env", "2.2.2", "2.15.0", "f", (), "TORCH_FR_DUMP_ON_TIMEOUT", "2.15.0", "f"
+        ),
+        CatalogueEntry("TORCH_FR_DUMP_ON_TIMEOUT", "env", "2.15.0", "2.15.0", "f"),
+        CatalogueEntry("TORCH_NCCL_ENABLE_TIMING", "env", "2.2.2", "2.15.0", "f"),
     )
     problems = script_problems(tmp_path / "content", tmp_path / "none", late, owners)
     assert [p.message.split(",")[0] for p in problems] == [
