@@ -248,6 +248,8 @@ def _case_context(case: Case, feedback: dict) -> dict:
         "linked_from": linked,
         "tags": case_tags(case),
         "toc": toc,
+        # the phone's one-line summary of "Applies to": each product once, in the case file's order
+        "applies_software": list(dict.fromkeys(item["software"] for item in case.applies_to)),
         "body_html": mark_safe(body),
         "edit_url": _edit_url(case),
     }
