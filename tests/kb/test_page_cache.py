@@ -87,7 +87,7 @@ def test_a_vote_from_a_kept_case_page_is_counted_once_and_returns_to_the_page():
         {"target": "case", "ref": SLUG, "ballot": ballot(page), "answer": "yes", "next": CASE_URL, "csrfmiddlewaretoken": token},
     )
     assert voted.status_code == 302 and voted["Location"] == CASE_URL
-    assert "1 of 1 vote said it fixed the job" in counts(reader.get(CASE_URL))
+    assert "1 person voted: 1 said it fixed the job" in counts(reader.get(CASE_URL))
 
 
 def test_a_vote_or_a_paste_counted_by_another_worker_shows_on_the_next_view(client):
@@ -96,7 +96,7 @@ def test_a_vote_or_a_paste_counted_by_another_worker_shows_on_the_next_view(clie
     assert kept(client.get(CASE_URL)) and "nobody has voted yet" in counts(before)
     store.vote_record(target="case", answer="no", ballot="case:elsewhere", case_slug=SLUG, target_ref=SLUG)
     after_vote = client.get(CASE_URL)
-    assert "0 of 1 vote said it fixed the job" in counts(after_vote) and "1 said it did not" in counts(after_vote)
+    assert "1 person voted: 0 said it fixed the job" in counts(after_vote) and "1 said it did not" in counts(after_vote)
     store.match_count(SLUG)
     assert "the answer to 1 paste;" in counts(client.get(CASE_URL))
     assert kept(client.get(CASE_URL))
