@@ -473,19 +473,24 @@ def snapshot_view(snapshot: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def snapshot_markdown(snapshot: dict[str, Any], url: str = "") -> str:
-    """A short summary for a ticket: the answer, the step, the odd ranks, the evidence lines."""
+def snapshot_markdown(snapshot: dict[str, Any], url: str = "", *, origin: str = "") -> str:
+    """A short summary for a ticket: the answer, the step, the odd ranks, the evidence lines. The site's links are
+    made absolute with `origin` (scheme and host): a relative /kb/ link breaks once pasted into a wiki or a chat."""
     view = snapshot_view(snapshot)
+
+    def link(path: str) -> str:
+        return origin + path if path.startswith("/") else path
+
     out = ["## Hang Doctor diagnosis" + (f": {url}" if url else ""), ""]
     best = view["best"]
     if best:
-        out.append(f"**Most likely cause:** [{best['title']}]({best['url']}) ({best['percent']}% confidence)")
+        out.append(f"**Most likely cause:** [{best['title']}]({link(best['url'])}) ({best['percent']}% confidence)")
         if best["why"]:
             out.append(f"**Why:** {best['why']}")
         step = f" ({best['fix_title']})" if best.get("fix_title") else ""
-        out.append(f"**Do this first:** {best['fix_url']}{step}")
+        out.append(f"**Do this first:** {link(best['fix_url'])}{step}")
     elif view["guide"]:
-        out.append(f"**No known cause with confidence.** Next step: [{view['guide']['title']}]({view['guide']['fix_url']})")
+        out.append(f"**No known cause with confidence.** Next step: [{view['guide']['title']}]({link(view['guide']['fix_url'])})")
     else:
         out.append("**No known case explains this log.**")
     if view["failure"]:
@@ -500,5 +505,5 @@ def snapshot_markdown(snapshot: dict[str, Any], url: str = "") -> str:
         out.append("```")
     others = [m for m in view["causes"] if m is not best][:3]
     if others:
-        out += ["", "Other cases: " + "; ".join(f"[{m['title']}]({m['url']}) {m['percent']}%" for m in others)]
+        out += ["", "Other cases: " + "; ".join(f"[{m['title']}]({link(m['url'])}) {m['percent']}%" for m in others)]
     return "\n".join(out) + "\n"

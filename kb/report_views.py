@@ -22,6 +22,17 @@ from kb.htmx import error_page, page_or_fragment, wants_fragment
 from kb.models import Case, LineTemplate, Report, Vote
 from kb.presentation import snapshot_markdown, snapshot_view
 from kb.reports import store
+from kb.reports.log_view import (
+    FOUND_LIMIT,
+    PAGE_LINES,
+    LogLine,
+    log_anchors,
+    log_found,
+    log_lines,
+    log_marked,
+    log_page,
+    log_page_of,
+)
 from kb.reports.templates import draft_signature, interesting_templates, line_template
 from kb.reports.voters import VOTER_COOKIE, address_hash, voter_cookie_set, voter_cookie_value, voter_hash
 
@@ -184,13 +195,16 @@ def report_detail(request: HttpRequest, report_id: str) -> HttpResponse:
     titles = {step["id"]: step["title"] for step in (best_match["steps"] if best_match else [])}
     own_vote = _own_vote(request, "report", report.id)
     tally = store.vote_tally(report.votes.all())
+    result = snapshot_view(snapshot)
+    if report.log:
+        _evidence_linked_to_log(result, report)
     context = {
         "report": report,
         "share_url": share_url,
-        "result": snapshot_view(snapshot),
+        "result": result,
         "hits": snapshot.get("hits", []),
         "wizard_url": snapshot.get("wizard_url", ""),
-        "markdown": snapshot_markdown(snapshot, share_url),
+        "markdown": snapshot_markdown(snapshot, share_url, origin=_origin(request)),
         "delete_url": (request.build_absolute_uri(reverse("kb:report_delete", args=[report.id])) + f"?token={token}")
         if token
         else "",
@@ -216,10 +230,78 @@ def report_detail(request: HttpRequest, report_id: str) -> HttpResponse:
     return response
 
 
+def _report_sources(snapshot: dict[str, Any]) -> set[str]:
+    """The files the diagnosis read, as its evidence names them (a paste has none)."""
+    rows = [row for m in snapshot.get("matches", []) for row in m.get("evidence", [])] + snapshot.get("harmless", [])
+    return {row["source"] for row in rows if row.get("source")}
+
+
+def _log_line_url(report: Report, line: LogLine) -> str:
+    page = log_page_of(line)
+    return reverse("kb:report_log_page", args=[report.id]) + (f"?page={page}" if page > 1 else "") + f"#{line.anchor}"
+
+
+def _evidence_linked_to_log(result: dict[str, Any], report: Report) -> None:
+    """Each evidence row, and each line of its context, links to its line in the stored log's view (`#L123`)."""
+    anchors = log_anchors(log_lines(report.log, _report_sources(report.data)))
+    for match in result["matches"]:
+        for row in match["evidence"]:
+            source = row.get("source") or ""
+            line = anchors.get((source, row["line"]))
+            row["log_url"] = _log_line_url(report, line) if line else ""
+            row["context"] = [
+                {**c, "log_url": _log_line_url(report, anchors[(source, c["line"])]) if (source, c["line"]) in anchors else ""}
+                for c in row.get("context") or []
+            ]
+
+
+@require_safe
+def report_log_page(request: HttpRequest, report_id: str) -> HttpResponse:
+    """The stored log, one numbered line each that a link can point at (`#L123`), a page of PAGE_LINES at a time;
+    `?q=` shows only the lines that contain the words, each linking to its place (a GET form: no JavaScript)."""
+    report = _report_or_404(report_id)
+    if not report.log:
+        raise Http404("This report was shared without its log.")
+    lines = log_lines(report.log, _report_sources(report.data))
+    query = request.GET.get("q", "").replace("\x00", "").strip()[:200]
+    try:
+        page = max(1, int(request.GET.get("page", "1")))
+    except ValueError:
+        page = 1
+    pages = max(1, -(-len(lines) // PAGE_LINES))
+    if query:
+        shown, found = log_found(lines, query)
+        rows = [{"line": line, "url": _log_line_url(report, line), "pieces": log_marked(line.text, query)} for line in shown]
+    else:
+        found = 0
+        rows = [
+            {"line": line, "url": f"#{line.anchor}", "pieces": [(line.text, False)]} for line in log_page(lines, min(page, pages))
+        ]
+    context = {
+        "report": report,
+        "log_query": query,  # not `query`: base.html puts that in the site's search box
+        "rows": rows,
+        "found": found,
+        "found_limit": FOUND_LIMIT,
+        "page": min(page, pages),
+        "pages": pages,
+        "total": sum(1 for line in lines if line.number),
+    }
+    response = render(request, "kb/report_log.html", context)
+    response["X-Robots-Tag"] = "noindex"
+    response["Referrer-Policy"] = "same-origin"
+    return response
+
+
+def _origin(request: HttpRequest) -> str:
+    """This site's scheme and host as the reader reached it, for links that must work pasted elsewhere."""
+    return request.build_absolute_uri("/").rstrip("/")
+
+
 @require_safe
 def report_markdown(request: HttpRequest, report_id: str) -> HttpResponse:
     report = _report_or_404(report_id)
-    body = snapshot_markdown(report.data, request.build_absolute_uri(report.get_absolute_url()))
+    body = snapshot_markdown(report.data, request.build_absolute_uri(report.get_absolute_url()), origin=_origin(request))
     response = HttpResponse(body, content_type="text/markdown; charset=utf-8")
     response["Content-Disposition"] = f'inline; filename="diagnosis-{report.id[:8]}.md"'
     return response

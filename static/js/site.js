@@ -310,14 +310,14 @@
     return match ? decodeURIComponent(match[1]) : "";
   }
 
-  // "Copy as Markdown" on a shared report; without JavaScript the text area and the .md link remain.
+  // "Copy as Markdown" on a shared report, with the code blocks' fallback on a plain-HTTP host (no async
+  // clipboard there); without JavaScript the button stays hidden and the text area and the .md link remain.
   document.querySelectorAll("button.copy-markdown").forEach(function (button) {
-    if (!navigator.clipboard) { return; }
     button.hidden = false;
     button.addEventListener("click", function () {
       var source = document.getElementById(button.getAttribute("data-copy-target"));
       var status = button.parentNode.querySelector(".copy-status");
-      navigator.clipboard.writeText(source.value).then(function () {
+      copyText(source.value).then(function () {
         if (status) { status.textContent = "Copied."; }
       }, function () {
         if (status) { status.textContent = "Copy refused by the browser: select the text below."; }
