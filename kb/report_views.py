@@ -5,8 +5,9 @@ clicked, and what is stored is redacted first (kb/reports/redact.py)."""
 
 from __future__ import annotations
 
+import functools
 import secrets
-from typing import Any
+from typing import Any, Callable
 
 from django.conf import settings
 from django.contrib.admin.views.decorators import staff_member_required
@@ -177,6 +178,22 @@ def report_create(request: HttpRequest) -> HttpResponse:
     return HttpResponseRedirect(url)
 
 
+def site_404(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """A report that expired, was deleted or never existed answers the site's own 404 page, with DEBUG on too
+    (`make run`), where a raised Http404 would show Django's technical page."""
+
+    @functools.wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except Http404 as err:
+            from kb.views import not_found  # kb.views imports this module
+
+            return not_found(request, err)
+
+    return wrapped
+
+
 def _report_or_404(report_id: str) -> Report:
     report = store.report_live(report_id)
     if report is None:
@@ -184,6 +201,7 @@ def _report_or_404(report_id: str) -> Report:
     return report
 
 
+@site_404
 @require_safe
 def report_detail(request: HttpRequest, report_id: str) -> HttpResponse:
     report = _report_or_404(report_id)
@@ -255,6 +273,7 @@ def _evidence_linked_to_log(result: dict[str, Any], report: Report) -> None:
             ]
 
 
+@site_404
 @require_safe
 def report_log_page(request: HttpRequest, report_id: str) -> HttpResponse:
     """The stored log, one numbered line each that a link can point at (`#L123`), a page of PAGE_LINES at a time;
@@ -298,6 +317,7 @@ def _origin(request: HttpRequest) -> str:
     return request.build_absolute_uri("/").rstrip("/")
 
 
+@site_404
 @require_safe
 def report_markdown(request: HttpRequest, report_id: str) -> HttpResponse:
     report = _report_or_404(report_id)
@@ -307,6 +327,7 @@ def report_markdown(request: HttpRequest, report_id: str) -> HttpResponse:
     return response
 
 
+@site_404
 @require_safe
 def report_log(request: HttpRequest, report_id: str) -> HttpResponse:
     report = _report_or_404(report_id)
@@ -317,6 +338,7 @@ def report_log(request: HttpRequest, report_id: str) -> HttpResponse:
     return response
 
 
+@site_404
 @require_http_methods(["GET", "POST"])
 def report_delete(request: HttpRequest, report_id: str) -> HttpResponse:
     """GET: a confirmation form (the token comes from the creator's delete link). POST: delete, if the token is right."""
@@ -359,6 +381,7 @@ def _step_titles(case_slug: str) -> dict[str, str]:
     return {step["id"]: step["title"] for step in case.fix_steps()} if case else {}
 
 
+@site_404
 @vary_on_headers("HX-Request")  # it answers htmx with a fragment, everyone else with a page
 @require_POST
 def vote(request: HttpRequest) -> HttpResponse:

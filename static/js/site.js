@@ -264,6 +264,20 @@
       return;
     }
     if (target && target.id === "results") {
+      // A refused paste or upload: tie the message to its field, as the page without JavaScript does.
+      document.querySelectorAll("[aria-invalid][data-error-tied]").forEach(function (field) {
+        field.removeAttribute("aria-invalid");
+        field.setAttribute("aria-describedby", field.getAttribute("data-error-tied"));
+        field.removeAttribute("data-error-tied");
+      });
+      var refusal = target.querySelector("[data-error-for]");
+      var field = refusal ? document.getElementById(refusal.getAttribute("data-error-for")) : null;
+      if (field) {
+        var described = field.getAttribute("aria-describedby") || "";
+        field.setAttribute("data-error-tied", described);
+        field.setAttribute("aria-describedby", (refusal.id + " " + described).trim());
+        field.setAttribute("aria-invalid", "true");
+      }
       // The answer first: the best case (or what to do next), scrolled to the top of the viewport.
       var answer = target.querySelector("#answer") || target.querySelector("h2, h3");
       if (answer) {
