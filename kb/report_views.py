@@ -452,12 +452,15 @@ def vote(request: HttpRequest) -> HttpResponse:
 
 
 def _vote_answered(request: HttpRequest, said: dict[str, Any], *, already: bool) -> HttpResponse:
-    """The answer as counted (200), or the earlier answer that stands (409), as the page or the vote's fragment."""
+    """The answer as counted (200), or the earlier answer that stands (409), as the page (with a way back to the
+    page voted from) or the vote's fragment."""
+    back = request.POST.get("next", "")
+    safe = back and url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()})
     return page_or_fragment(
         request,
         "kb/report_vote_page.html",
         "kb/report_vote_done.html",
-        {"said": said, "already": already},
+        {"said": said, "already": already, "back": back if safe else ""},
         status=409 if already else 200,
     )
 

@@ -199,3 +199,11 @@ def test_a_nul_in_a_vote_field_is_dropped_not_a_server_error(shared_report):
     _, report = shared_report
     response = report_vote(browser(), report.id, "no", step="fix-1\x00", other_case="x\x00y", next="/\x00")
     assert response.status_code in (200, 302) and "\x00" not in str(Vote.objects.values().get())
+
+
+def test_a_second_vote_without_javascript_links_back_to_the_page_voted_on(shared_report):
+    _, report = shared_report
+    reader, url = browser(), report.get_absolute_url()
+    assert report_vote(reader, report.id, "no", next=url).status_code == 302
+    again = report_vote(reader, report.id, "yes", next=url)
+    assert again.status_code == 409 and f'<a href="{url}">Back to the page you voted on</a>' in again.content.decode()
