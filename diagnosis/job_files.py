@@ -396,14 +396,43 @@ def file_kind(name: str, data: bytes) -> tuple[str | None, str]:
     if _is_ustar(data[:512]):
         return None, "an archive inside the archive (give it on its own)"
     sample = data[:_SNIFF]
-    if not sample.strip():
+    if not sample.strip(_CONTROL_BYTES + b" \t\n\r\x0b\x0c"):
         return (KIND_LOG, "empty") if sample == b"" or sample.isspace() else (None, "empty")
-    if b"\x00" in sample:
-        return None, "binary data (NUL bytes)"
-    control = sum(1 for b in sample if b < 9 or 13 < b < 27 or 27 < b < 32)
-    if control * 10 > len(sample):
-        return None, "binary data"
+    if non_text_bytes(sample) * 100 > BINARY_CONTROL_PERCENT * len(sample):
+        return None, f"binary data (over {BINARY_CONTROL_PERCENT}% of its first bytes are not text)"
     return KIND_LOG, "text"
+
+
+# C0 controls but tab, line feed, vertical tab, form feed, carriage return and escape (colour codes): in a text log
+# they are strays, such as the NUL that PyTorch's DataLoader bus-error handler writes. Text with a few is still text
+# (as a paste of it is); a file whose first 8 KB are more than this share of them and of bytes that are not UTF-8
+# is binary (random or compressed data: about 60%).
+_CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 11, 12, 13, 27))
+BINARY_CONTROL_PERCENT = 30
+
+
+def non_text_bytes(sample: bytes) -> int:
+    """Stray control bytes plus bytes that are no part of a UTF-8 character (each decodes to one U+FFFD)."""
+    invalid = sample.decode("utf-8", errors="replace").count("\ufffd") - sample.count("\ufffd".encode())
+    return stray_control_bytes(sample) + invalid
+
+
+def stray_control_bytes(data: bytes) -> int:
+    """How many of `data`'s bytes are stray control bytes (C speed: a deleting translate)."""
+    return len(data) - len(data.translate(None, _CONTROL_BYTES))
+
+
+def stray_control_note(name: str, data: bytes) -> str | None:
+    """What a log read as text has of stray control bytes, said on the result page: NULs are dropped as the paste's
+    are (kb/diagnosis/text.py), the others kept as they are."""
+    count = stray_control_bytes(data)
+    if not count:
+        return None
+    nuls = data.count(b"\x00")
+    done = [f"{nuls} NUL byte{'s' if nuls != 1 else ''} dropped"] if nuls else []
+    if count > nuls:
+        done.append(f"{count - nuls} other kept")
+    return f"{name}: read as text with {count} stray control byte{'s' if count != 1 else ''} ({', '.join(done)})"
 
 
 _TORCHRUN_FILES = {"stdout.log", "stderr.log", "error.json"}
@@ -443,6 +472,9 @@ def _classified(raw: list[tuple[str, bytes]], notes: list[str]) -> list[JobFile]
         if kind is None:
             notes.append(f"{name}: skipped, {why}")
             continue
+        stray = stray_control_note(name, data) if kind == KIND_LOG else None
+        if stray:
+            notes.append(stray)
         located.append((name, data, kind, *path_rank(name)))
     run_folders = {run for *_, run in located if run is not None}
     one_node = len(run_folders) <= 1

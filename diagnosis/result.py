@@ -91,9 +91,9 @@ class Result:
         search's cases (objects with slug, url, title, summary), shown when no case matched."""
         return _snapshot(self, hits or [], wizard_url, capture_url)
 
-    def to_markdown(self, url: str = "") -> str:
+    def to_markdown(self, url: str = "", *, origin: str = "") -> str:
         """A short summary for a ticket or a wiki."""
-        return snapshot_markdown(self.to_snapshot(), url)
+        return snapshot_markdown(self.to_snapshot(), url, origin=origin)
 
 
 def result_build(
@@ -467,23 +467,28 @@ def _verdict_snapshot(verdict) -> dict[str, Any]:
 # --- Markdown ------------------------------------------------------------------------------------------------------
 
 
-def snapshot_markdown(snapshot: dict[str, Any], url: str = "") -> str:
+def snapshot_markdown(snapshot: dict[str, Any], url: str = "", *, origin: str = "") -> str:
     """A short summary for a ticket: the answer, the step, the odd ranks, the evidence lines. From the snapshot, so a
-    report stored long ago renders the same way."""
+    report stored long ago renders the same way. The site's links are made absolute with `origin` (scheme and host):
+    a relative /kb/ link breaks once pasted into a wiki or a chat."""
+
+    def link(path: str) -> str:
+        return origin + path if path.startswith("/") else path
+
     best_slug, guide_slug = answer_slugs(snapshot)
     matches = snapshot.get("matches", [])
     best = next((m for m in matches if m["slug"] == best_slug), None)
     guide = next((m for m in matches if m["slug"] == guide_slug), None)
     out = ["## Hang Doctor diagnosis" + (f": {url}" if url else ""), ""]
     if best:
-        out.append(f"**Most likely cause:** [{best['title']}]({best['url']}) ({_percent(best)}% confidence)")
+        out.append(f"**Most likely cause:** [{best['title']}]({link(best['url'])}) ({_percent(best)}% confidence)")
         why = next((s["description"] for s in best["signals"] if s["weight"] > 0), "")
         if why:
             out.append(f"**Why:** {why}")
         step = f" ({best['fix_title']})" if best.get("fix_title") else ""
-        out.append(f"**Do this first:** {fix_url(best)}{step}")
+        out.append(f"**Do this first:** {link(fix_url(best))}{step}")
     elif guide:
-        out.append(f"**No known cause with confidence.** Next step: [{guide['title']}]({fix_url(guide)})")
+        out.append(f"**No known cause with confidence.** Next step: [{guide['title']}]({link(fix_url(guide))})")
     else:
         out.append("**No known case explains this log.**")
     if snapshot.get("failure"):
@@ -499,7 +504,7 @@ def snapshot_markdown(snapshot: dict[str, Any], url: str = "") -> str:
         out.append("```")
     others = [m for m in matches if m["kind"] == "cause" and m is not best][:3]
     if others:
-        out += ["", "Other cases: " + "; ".join(f"[{m['title']}]({m['url']}) {_percent(m)}%" for m in others)]
+        out += ["", "Other cases: " + "; ".join(f"[{m['title']}]({link(m['url'])}) {_percent(m)}%" for m in others)]
     return "\n".join(out) + "\n"
 
 

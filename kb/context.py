@@ -8,7 +8,23 @@ SITE_NAME = "Hang Doctor"
 
 
 def site(request: HttpRequest) -> dict:
-    return {"site_name": SITE_NAME, "page_url": page_url(request)}
+    return {"site_name": SITE_NAME, "page_url": page_url(request), "account": account(request)}
+
+
+def account_kind(request: HttpRequest) -> str:
+    """Who the header greets: "" (nobody signed in), "user", or "staff" (who also gets the way into /curate/)."""
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return ""
+    return "staff" if user.is_staff else "user"
+
+
+def account(request: HttpRequest, name: str | None = None) -> dict:
+    """The header's signed-in indicator: `name` given is a kept page's hole for the user name (kb/page_cache.py)."""
+    kind = account_kind(request)
+    if not kind:
+        return {}
+    return {"name": name if name is not None else request.user.get_username(), "staff": kind == "staff"}
 
 
 def page_url(request: HttpRequest) -> str:

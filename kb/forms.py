@@ -19,6 +19,9 @@ _LOG_SHAPE_RE = re.compile(
     r"|\b\w{0,40}(?:Error|Exception|Warning):\s|\bNCCL (?:INFO|WARN)\b|Traceback \(most recent|^\S+:\d+:\d+:"
 )
 KEYWORD_QUERY_MAX_CHARS = 200
+# A source location typed alone ("ProcessGroupNCCL.cpp:1234"), as a word among words: someone looking for where a
+# file is mentioned, not a log line (which carries it inside brackets, or with a message after a colon).
+_SOURCE_LOCATION_RE = re.compile(r"(?<!\S)[\w./-]+\.(?:py|cpp|cc|cu|hpp|h|c):\d+(?::\d+)?(?!\S)")
 
 
 class SearchForm(forms.Form):
@@ -52,7 +55,9 @@ class SearchForm(forms.Form):
 
 def query_is_keywords(query: str) -> bool:
     text = query.strip()
-    return bool(text) and "\n" not in text and len(text) <= KEYWORD_QUERY_MAX_CHARS and not _LOG_SHAPE_RE.search(text)
+    if not text or "\n" in text or len(text) > KEYWORD_QUERY_MAX_CHARS:
+        return False
+    return not _LOG_SHAPE_RE.search(_SOURCE_LOCATION_RE.sub(" ", text))
 
 
 def tag_choices() -> list[tuple[str, str]]:

@@ -149,12 +149,22 @@ class Vote(models.Model):
     answer = models.CharField(max_length=8, choices=ANSWERS)
     other_case = models.CharField(max_length=100, blank=True)
     step = models.CharField(max_length=40, blank=True)  # fix-N that helped
-    ballot = models.CharField(max_length=80, unique=True)  # one vote per report / per shown result
+    ballot = models.CharField(max_length=80, unique=True)  # a signed ballot's nonce: each counts once, whatever the target
     report = models.ForeignKey(Report, null=True, blank=True, on_delete=models.SET_NULL, related_name="votes")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # Who voted, as keyed hashes (kb/reports/voters.py): a browser, and the client address that caps a cleared cookie.
+    voter = models.CharField(max_length=64, blank=True)
+    address = models.CharField(max_length=64, blank=True)
+    item = models.CharField(max_length=300, blank=True)  # what one voter votes on once per target: a report, a case
 
     class Meta:
         ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["voter", "target", "item"], condition=~models.Q(voter=""), name="vote_once_per_voter_item"
+            )
+        ]
+        indexes = [models.Index(fields=["address", "target", "item"], name="vote_address_item")]
 
 
 class CaseMatchDay(models.Model):

@@ -74,10 +74,14 @@ class Page:
         return b"".join(parts)
 
 
-def rendered(template_name: str, context: dict[str, Any]) -> Page:
-    """Render without the request; the holes every page of base.html has are filled by `response`."""
+def rendered(template_name: str, context: dict[str, Any], *, audience: str = "") -> Page:
+    """Render without the request; the holes every page of base.html has are filled by `response`. `audience` is
+    kb.context.account_kind's answer, part of the caller's key: the header greets a signed-in reader (their name is
+    a hole) and offers staff the curators' page, and an anonymous reader's page holds neither."""
+    account = {"name": hole("account_name"), "staff": audience == "staff"} if audience else {}
     html = render_to_string(
-        template_name, {"site_name": SITE_NAME, "csrf_token": hole("csrf_token"), "page_url": hole("page_url"), **context}
+        template_name,
+        {"site_name": SITE_NAME, "csrf_token": hole("csrf_token"), "page_url": hole("page_url"), "account": account, **context},
     )
     parts = _HOLE_RE.split(html)
     return Page(parts=tuple(part.encode() for part in parts), holes=tuple(parts[1::2]))
@@ -97,7 +101,12 @@ def keep(revision: str, key: tuple, page: Page) -> Page:
 
 def response(request: HttpRequest, page: Page, **own: Callable[[], str]) -> HttpResponse:
     """The page with this request's CSRF token, address and `own` values (one callable per hole the view added)."""
-    values = {"csrf_token": lambda: get_token(request), "page_url": lambda: page_url(request), **own}
+    values = {
+        "csrf_token": lambda: get_token(request),
+        "page_url": lambda: page_url(request),
+        "account_name": lambda: request.user.get_username(),
+        **own,
+    }
     return HttpResponse(page.filled(values))
 
 

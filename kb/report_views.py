@@ -5,8 +5,9 @@ clicked, and what is stored is redacted first (kb/reports/redact.py)."""
 
 from __future__ import annotations
 
+import functools
 import secrets
-from typing import Any
+from typing import Any, Callable
 
 from django.conf import settings
 from django.contrib.admin.views.decorators import staff_member_required
@@ -18,24 +19,38 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST, require_safe, require_http_methods
 
-from kb.htmx import error_page, wants_fragment
-from kb.models import Case, LineTemplate, Report
 from diagnosis.result import Result, snapshot_markdown
+from kb.htmx import error_page, page_or_fragment, wants_fragment
+from kb.models import Case, LineTemplate, Report, Vote
 from kb.result_view import snapshot_view
 from kb.reports import store
+from kb.reports.log_view import (
+    FOUND_LIMIT,
+    PAGE_LINES,
+    LogLine,
+    log_anchors,
+    log_found,
+    log_lines,
+    log_marked,
+    log_page,
+    log_page_of,
+)
 from kb.reports.templates import draft_signature, interesting_templates, line_template
+from kb.reports.voters import VOTER_COOKIE, address_hash, voter_cookie_set, voter_cookie_value, voter_hash
 
 SNAPSHOT_SALT = "kb.reports.snapshot"
 BALLOT_SALT = "kb.reports.ballot"
 EMBED_LOG_LIMIT = 1024 * 1024  # a paste up to this size rides along in the Share form (no JavaScript needed)
 UNMATCHED_SCAN_BYTES = 4 * 1024 * 1024
 SESSION_TOKENS = "kb_report_tokens"
-SESSION_VOTED = "kb_voted"
+BALLOT_KINDS = ("case", "result", "wizard")  # a report has no ballot: one vote per voter on the report itself
 
 
-def _ballot(case_slug: str = "", templates: list[str] | None = None) -> str:
-    """Signed; compressed only when it carries templates (zlib on a case page's 80 bytes saves none and cost 5 us)."""
-    payload = {"n": secrets.token_urlsafe(16), "c": case_slug, "t": templates or []}
+def _ballot(kind: str, case_slug: str = "", templates: list[str] | None = None, ref: str = "") -> str:
+    """A signed, single-use ballot that names its kind (case page, result, troubleshooter outcome) and its case, so
+    a form cannot send it as another kind. Compressed only when it carries templates (zlib on a case page's 80 bytes
+    saves none and cost 5 us)."""
+    payload = {"n": secrets.token_urlsafe(16), "k": kind, "c": case_slug, "t": templates or [], "r": ref}
     return signing.dumps(payload, salt=BALLOT_SALT, compress=bool(templates))
 
 
@@ -76,7 +91,7 @@ def result_context(
             "target": "result",
             "ref": best,
             "case_slug": best,
-            "ballot": _ballot(best, evidence_templates),
+            "ballot": _ballot("result", best, evidence_templates),
             "next": request.get_full_path(),
             "steps": best_match["steps"] if best_match else [],
             "cases": _cases_for_select(),
@@ -88,14 +103,15 @@ def result_context(
 
 def case_ballot(slug: str) -> str:
     """A fresh ballot for a case page's vote form: one vote per page shown."""
-    return _ballot(slug)
+    return _ballot("case", slug)
 
 
 def case_feedback_context(case: Case, feedback: dict[str, Any], *, ballot: str, next_url: str) -> dict[str, Any]:
     """ "What readers reported" (`feedback`, as store.case_feedback counted it) and "Did this fix it?". The ballot
     and the form's return address are each request's own: holes, in a page kept by kb/page_cache.py."""
+    titles = {step["id"]: step["title"] for step in case.fix_steps()}
     return {
-        "feedback": feedback,
+        "feedback": {**feedback, "steps": _steps_titled(feedback["steps"], titles)},
         "vote": {
             "target": "case",
             "ref": case.slug,
@@ -108,6 +124,11 @@ def case_feedback_context(case: Case, feedback: dict[str, Any], *, ballot: str, 
     }
 
 
+def _steps_titled(steps: list[dict[str, Any]], titles: dict[str, str]) -> list[dict[str, Any]]:
+    """A tally's steps with the titles readers know them by (`fix-1` is an anchor, not a name)."""
+    return [{**step, "title": titles.get(step["step"], step["step"])} for step in steps]
+
+
 def wizard_vote_context(request: HttpRequest, case_slug: str, path: str) -> dict[str, Any]:
     """For a troubleshooter outcome: include "kb/report_vote.html" with this as `vote`."""
     case = Case.objects.filter(slug=case_slug).first()
@@ -115,7 +136,7 @@ def wizard_vote_context(request: HttpRequest, case_slug: str, path: str) -> dict
         "target": "wizard",
         "ref": path[:300],
         "case_slug": case_slug,
-        "ballot": _ballot(case_slug),
+        "ballot": _ballot("wizard", case_slug, ref=path[:300]),
         "next": request.get_full_path(),
         "steps": case.fix_steps() if case else [],
         "cases": _cases_for_select(),
@@ -157,6 +178,22 @@ def report_create(request: HttpRequest) -> HttpResponse:
     return HttpResponseRedirect(url)
 
 
+def site_404(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """A report that expired, was deleted or never existed answers the site's own 404 page, with DEBUG on too
+    (`make run`), where a raised Http404 would show Django's technical page."""
+
+    @functools.wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except Http404 as err:
+            from kb.views import not_found  # kb.views imports this module
+
+            return not_found(request, err)
+
+    return wrapped
+
+
 def _report_or_404(report_id: str) -> Report:
     report = store.report_live(report_id)
     if report is None:
@@ -164,29 +201,36 @@ def _report_or_404(report_id: str) -> Report:
     return report
 
 
+@site_404
 @require_safe
 def report_detail(request: HttpRequest, report_id: str) -> HttpResponse:
     report = _report_or_404(report_id)
     token = request.session.get(SESSION_TOKENS, {}).get(report.id)
     share_url = request.build_absolute_uri(report.get_absolute_url())
     snapshot = report.data
-    voted = report.votes.exists()
     best = snapshot.get("best_slug", "")
     best_match = next((m for m in snapshot.get("matches", []) if m["slug"] == best), None)
+    titles = {step["id"]: step["title"] for step in (best_match["steps"] if best_match else [])}
+    own_vote = _own_vote(request, "report", report.id)
+    tally = store.vote_tally(report.votes.all())
+    result = snapshot_view(snapshot)
+    if report.log:
+        _evidence_linked_to_log(result, report)
     context = {
         "report": report,
         "share_url": share_url,
-        "result": snapshot_view(snapshot),
+        "result": result,
         "hits": snapshot.get("hits", []),
         "wizard_url": snapshot.get("wizard_url", ""),
-        "markdown": snapshot_markdown(snapshot, share_url),
+        "markdown": snapshot_markdown(snapshot, share_url, origin=_origin(request)),
         "delete_url": (request.build_absolute_uri(reverse("kb:report_delete", args=[report.id])) + f"?token={token}")
         if token
         else "",
-        "voted": voted,
+        "own_vote": _vote_said(own_vote, titles) if own_vote else None,
+        "tally": {**tally, "steps": _steps_titled(tally["steps"], titles)},
         "log_lines": report.log.count("\n") + 1 if report.log else 0,
         "vote": None
-        if voted or not snapshot.get("matches")
+        if own_vote or not snapshot.get("matches")
         else {
             "target": "report",
             "ref": report.id,
@@ -204,15 +248,86 @@ def report_detail(request: HttpRequest, report_id: str) -> HttpResponse:
     return response
 
 
+def _report_sources(snapshot: dict[str, Any]) -> set[str]:
+    """The files the diagnosis read, as its evidence names them (a paste has none)."""
+    rows = [row for m in snapshot.get("matches", []) for row in m.get("evidence", [])] + snapshot.get("harmless", [])
+    return {row["source"] for row in rows if row.get("source")}
+
+
+def _log_line_url(report: Report, line: LogLine) -> str:
+    page = log_page_of(line)
+    return reverse("kb:report_log_page", args=[report.id]) + (f"?page={page}" if page > 1 else "") + f"#{line.anchor}"
+
+
+def _evidence_linked_to_log(result: dict[str, Any], report: Report) -> None:
+    """Each evidence row, and each line of its context, links to its line in the stored log's view (`#L123`)."""
+    anchors = log_anchors(log_lines(report.log, _report_sources(report.data)))
+    for match in result["matches"]:
+        for row in match["evidence"]:
+            source = row.get("source") or ""
+            line = anchors.get((source, row["line"]))
+            row["log_url"] = _log_line_url(report, line) if line else ""
+            row["context"] = [
+                {**c, "log_url": _log_line_url(report, anchors[(source, c["line"])]) if (source, c["line"]) in anchors else ""}
+                for c in row.get("context") or []
+            ]
+
+
+@site_404
+@require_safe
+def report_log_page(request: HttpRequest, report_id: str) -> HttpResponse:
+    """The stored log, one numbered line each that a link can point at (`#L123`), a page of PAGE_LINES at a time;
+    `?q=` shows only the lines that contain the words, each linking to its place (a GET form: no JavaScript)."""
+    report = _report_or_404(report_id)
+    if not report.log:
+        raise Http404("This report was shared without its log.")
+    lines = log_lines(report.log, _report_sources(report.data))
+    query = request.GET.get("q", "").replace("\x00", "").strip()[:200]
+    try:
+        page = max(1, int(request.GET.get("page", "1")))
+    except ValueError:
+        page = 1
+    pages = max(1, -(-len(lines) // PAGE_LINES))
+    if query:
+        shown, found = log_found(lines, query)
+        rows = [{"line": line, "url": _log_line_url(report, line), "pieces": log_marked(line.text, query)} for line in shown]
+    else:
+        found = 0
+        rows = [
+            {"line": line, "url": f"#{line.anchor}", "pieces": [(line.text, False)]} for line in log_page(lines, min(page, pages))
+        ]
+    context = {
+        "report": report,
+        "log_query": query,  # not `query`: base.html puts that in the site's search box
+        "rows": rows,
+        "found": found,
+        "found_limit": FOUND_LIMIT,
+        "page": min(page, pages),
+        "pages": pages,
+        "total": sum(1 for line in lines if line.number),
+    }
+    response = render(request, "kb/report_log.html", context)
+    response["X-Robots-Tag"] = "noindex"
+    response["Referrer-Policy"] = "same-origin"
+    return response
+
+
+def _origin(request: HttpRequest) -> str:
+    """This site's scheme and host as the reader reached it, for links that must work pasted elsewhere."""
+    return request.build_absolute_uri("/").rstrip("/")
+
+
+@site_404
 @require_safe
 def report_markdown(request: HttpRequest, report_id: str) -> HttpResponse:
     report = _report_or_404(report_id)
-    body = snapshot_markdown(report.data, request.build_absolute_uri(report.get_absolute_url()))
+    body = snapshot_markdown(report.data, request.build_absolute_uri(report.get_absolute_url()), origin=_origin(request))
     response = HttpResponse(body, content_type="text/markdown; charset=utf-8")
     response["Content-Disposition"] = f'inline; filename="diagnosis-{report.id[:8]}.md"'
     return response
 
 
+@site_404
 @require_safe
 def report_log(request: HttpRequest, report_id: str) -> HttpResponse:
     report = _report_or_404(report_id)
@@ -223,6 +338,7 @@ def report_log(request: HttpRequest, report_id: str) -> HttpResponse:
     return response
 
 
+@site_404
 @require_http_methods(["GET", "POST"])
 def report_delete(request: HttpRequest, report_id: str) -> HttpResponse:
     """GET: a confirmation form (the token comes from the creator's delete link). POST: delete, if the token is right."""
@@ -241,41 +357,70 @@ def report_delete(request: HttpRequest, report_id: str) -> HttpResponse:
 # --- votes -------------------------------------------------------------------------------------------
 
 
+def _posted(request: HttpRequest, name: str, limit: int) -> str:
+    """A form field as text a database keeps: NUL (which PostgreSQL refuses) dropped, cut to the column."""
+    return request.POST.get(name, "").replace("\x00", "")[:limit]
+
+
+def _own_vote(request: HttpRequest, target: str, item: str) -> Vote | None:
+    """What this browser already answered about `item`, if its voter cookie says it voted."""
+    if VOTER_COOKIE not in request.COOKIES:
+        return None
+    voter = voter_hash(voter_cookie_value(request))
+    return Vote.objects.filter(voter=voter, target=target, item=item).first()
+
+
+def _vote_said(vote: Vote, titles: dict[str, str]) -> dict[str, Any]:
+    """A vote as its voter is told it back: the answer, the step by its title, the case by its title, when."""
+    other = Case.objects.filter(slug=vote.other_case).values_list("title", flat=True).first() if vote.other_case else ""
+    return {"answer": vote.answer, "step": titles.get(vote.step, vote.step), "other_case": other, "at": vote.created_at}
+
+
+def _step_titles(case_slug: str) -> dict[str, str]:
+    case = Case.objects.filter(slug=case_slug).first() if case_slug else None
+    return {step["id"]: step["title"] for step in case.fix_steps()} if case else {}
+
+
+@site_404
 @vary_on_headers("HX-Request")  # it answers htmx with a fragment, everyone else with a page
 @require_POST
 def vote(request: HttpRequest) -> HttpResponse:
-    """ "Did this fix it?": stores the answer, the case, the step; never log text. One vote per report and per
-    shown result (the ballot), and one per page in a browser session."""
-    target = request.POST.get("target", "")
-    answer = request.POST.get("answer", "")
+    """ "Did this fix it?": stores the answer, the case, the step; never log text. Each browser (a voter cookie)
+    answers once per item and kind: a shared report, or a case through its page, a result or a troubleshooter
+    outcome; a signed ballot counts once; one address counts a few times per item however often its cookies are
+    cleared, but a report's sharer always can (kb/reports/store.py). A second answer is told the first one."""
+    target = _posted(request, "target", 10)
+    answer = _posted(request, "answer", 8)
     report = None
     templates: list[str] = []
-    case_slug = ""
-    ref = request.POST.get("ref", "")[:300]
+    address_cap: int | None = store.VOTES_PER_ADDRESS_PER_ITEM
     if target == "report":
-        report = _report_or_404(request.POST.get("report", ""))
-        ballot = f"report:{report.id}"
-        case_slug = report.best_slug
-        ref = report.id
+        report = _report_or_404(_posted(request, "report", 64))
+        ballot = f"report:{secrets.token_urlsafe(16)}"  # no ballot: the voter, once per report, is the limit
+        case_slug, item, ref = report.best_slug, report.id, report.id
         templates = [line_template(r["text"]) for m in report.data.get("matches", [])[:3] for r in m["evidence"][:4]]
+        if report.id in request.session.get(SESSION_TOKENS, {}):
+            address_cap = None  # the sharer: strangers from the same network never block their answer
     else:
         try:
             signed = signing.loads(request.POST.get("ballot", ""), salt=BALLOT_SALT, max_age=7 * 24 * 3600)
         except signing.BadSignature:
+            signed = {}
+        if signed.get("k") not in BALLOT_KINDS:  # forged, expired, or signed before ballots named their kind
             return error_page(request, 400, "Vote not counted", "This form is out of date: reload the page and vote again.")
-        ballot = f"{target}:{signed['n']}"
-        case_slug = signed.get("c", "")
+        target, case_slug = signed["k"], signed.get("c", "")
+        ballot = f"ballot:{signed['n']}"
+        item = case_slug or ballot
+        ref = signed.get("r") or case_slug
         templates = signed.get("t", [])
-    voted = request.session.get(SESSION_VOTED, [])
-    key = f"{target}:{ref}"
-    if target in ("case", "wizard") and key in voted:
-        return error_page(request, 409, "Already counted", "Your vote on this page was already counted. Thank you.")
-    other = request.POST.get("other_case", "")
+    other = _posted(request, "other_case", 100)
     if other and not Case.objects.filter(slug=other).exists():
         other = ""
-    step = request.POST.get("step", "")
+    step = _posted(request, "step", 40)
+    cookie = voter_cookie_value(request)
+    titles = _step_titles(case_slug)
     try:
-        store.vote_record(
+        counted = store.vote_record(
             target=target,
             answer=answer,
             ballot=ballot,
@@ -284,18 +429,40 @@ def vote(request: HttpRequest) -> HttpResponse:
             other_case=other,
             step=step if step.startswith("fix") else "",
             report=report,
+            voter=voter_hash(cookie),
+            address=address_hash(request),
+            item=item,
+            address_cap=address_cap,
         )
+    except store.VoteAlreadyCounted as err:
+        response = _vote_answered(request, _vote_said(err.vote, titles), already=True)
+        voter_cookie_set(request, response, cookie)
+        return response
     except store.VoteRefused as err:
-        return error_page(request, 409 if "already" in str(err) else 400, "Vote not counted", str(err))
+        return error_page(request, err.status, "Vote not counted", str(err))
     if answer in ("no", "other") and templates:
         store.templates_record("voted-wrong", templates[:20])
-    request.session[SESSION_VOTED] = (voted + [key])[-200:]
     back = request.POST.get("next", "")
-    if wants_fragment(request):
-        return render(request, "kb/report_vote_done.html", {"answer": answer})
-    if back and url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
-        return HttpResponseRedirect(back)
-    return error_page(request, 200, "Thank you", "Your answer was counted.")
+    if not wants_fragment(request) and back and url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+        response: HttpResponse = HttpResponseRedirect(back)
+    else:
+        response = _vote_answered(request, _vote_said(counted, titles), already=False)
+    voter_cookie_set(request, response, cookie)
+    return response
+
+
+def _vote_answered(request: HttpRequest, said: dict[str, Any], *, already: bool) -> HttpResponse:
+    """The answer as counted (200), or the earlier answer that stands (409), as the page (with a way back to the
+    page voted from) or the vote's fragment."""
+    back = request.POST.get("next", "")
+    safe = back and url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()})
+    return page_or_fragment(
+        request,
+        "kb/report_vote_page.html",
+        "kb/report_vote_done.html",
+        {"said": said, "already": already, "back": back if safe else ""},
+        status=409 if already else 200,
+    )
 
 
 # --- the curators' report ----------------------------------------------------------------------------
@@ -311,7 +478,6 @@ def curate(request: HttpRequest) -> HttpResponse:
     if origin in dict(LineTemplate.ORIGINS):
         rows = rows.filter(origin=origin)
     clusters = [{"row": row, "draft": draft_signature(row.template, row.example)} for row in rows[:200]]
-    from kb.models import Vote
 
     context = {
         "clusters": clusters,

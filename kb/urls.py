@@ -16,6 +16,7 @@ urlpatterns = [
     re_path(r"^d/(?P<report_id>[A-Za-z0-9_-]{16,64})$", report_views.report_detail, name="report"),
     re_path(r"^d/(?P<report_id>[A-Za-z0-9_-]{16,64})\.md$", report_views.report_markdown, name="report_markdown"),
     re_path(r"^d/(?P<report_id>[A-Za-z0-9_-]{16,64})/log\.txt$", report_views.report_log, name="report_log"),
+    re_path(r"^d/(?P<report_id>[A-Za-z0-9_-]{16,64})/log$", report_views.report_log_page, name="report_log_page"),
     re_path(r"^d/(?P<report_id>[A-Za-z0-9_-]{16,64})/delete$", report_views.report_delete, name="report_delete"),
     path("vote", report_views.vote, name="vote"),
     path("curate/", report_views.curate, name="curate"),

@@ -18,6 +18,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_safe, require_http_methods
 
 from kb.diagnose import job_diagnosis_run
+from kb.context import account_kind
 from kb.extensions import facts_link
 from diagnosis.job_files import JobFile, JobInput, JobInputError, JobTooLarge, size_text
 from kb.log_input import LogTooLarge, NoLog, job_from_request
@@ -77,7 +78,8 @@ def _keyword_page(request: HttpRequest, query: str) -> HttpResponse:
     of a 2 ms request. The query is kept as typed, since the page shows it so. `search` sends Vary: HX-Request."""
     revision = ContentState.loaded_revision()
     fragment = wants_fragment(request)
-    key = ("search", str(served_build(settings.SEARCH_INDEX_DIR, revision)), query, fragment)
+    audience = account_kind(request)
+    key = ("search", str(served_build(settings.SEARCH_INDEX_DIR, revision)), query, fragment, audience)
     page = page_cache.get(revision, key)
     if page is None:
         try:
@@ -85,7 +87,9 @@ def _keyword_page(request: HttpRequest, query: str) -> HttpResponse:
         except IndexMissing:
             return _search_unavailable(request)
         page = page_cache.keep(
-            revision, key, page_cache.rendered("kb/_search_hits.html" if fragment else "kb/search.html", context)
+            revision,
+            key,
+            page_cache.rendered("kb/_search_hits.html" if fragment else "kb/search.html", context, audience=audience),
         )
     return page_cache.response(request, page)
 
@@ -138,25 +142,37 @@ def diagnose(request: HttpRequest) -> HttpResponse:
     try:
         job = job_from_request(request)
     except LogTooLarge as err:
-        return error_page(
-            request, 413, "Log too large", f"{err} Trim it to the part around the first error, or split it per rank."
+        return _diagnose_refused(
+            request, 413, "Log too large", f"{err} Trim it to the part around the first error, or split it per rank.", "log"
         )
     except JobTooLarge as err:
-        return error_page(
+        return _diagnose_refused(
             request,
             413,
             "Upload too large",
             f"{err} Upload the logs of the ranks that matter, or run python manage.py diagnose on the archive.",
+            "file",
         )
     except JobInputError as err:
-        return error_page(request, 400, "Upload refused", str(err))
+        return _diagnose_refused(request, 400, "Upload refused", str(err), "file")
     except NoLog as err:
-        return error_page(request, 400, "Nothing to diagnose", str(err))
+        return _diagnose_refused(request, 400, "Nothing to diagnose", str(err), "log")
     logs = job.logs()
     head = logs[0][1][:2000].decode("utf-8", errors="replace") if logs else ""
     context = {"query": "", "pasted": True, "limit": size_text(settings.KB_MAX_LOG_BYTES)}
     context.update(_results(request, head, job, pasted=True))
     return page_or_fragment(request, "kb/search.html", "kb/_results.html", context)
+
+
+def _diagnose_refused(request: HttpRequest, status: int, title: str, message: str, field: str) -> HttpResponse:
+    """A refused paste or upload, said next to the field it is about: without JavaScript the form again with the
+    message tied to the field (aria-describedby, aria-invalid); for htmx the message in place of the results, which
+    site.js ties to the field the same way (`data-error-for`)."""
+    context = {"title": title, "message": message, "error_for": field}
+    if wants_fragment(request):
+        return page_or_fragment(request, "error.html", "kb/_error.html", context, status=status)
+    context.update(query="", form_error=context.copy(), limit=size_text(settings.KB_MAX_LOG_BYTES))
+    return render(request, "kb/search.html", context, status=status)
 
 
 def _results(request: HttpRequest, search_text: str, job: JobInput, *, pasted: bool) -> dict:
@@ -217,7 +233,8 @@ def case_detail(request: HttpRequest, slug: str) -> HttpResponse:
     the next view from any worker; the CSRF token, og:url, the vote's ballot and return address are each request's
     own (kb/page_cache.py)."""
     revision, feedback = case_page_state(slug)
-    key = ("case", slug, feedback)
+    audience = account_kind(request)
+    key = ("case", slug, feedback, audience)
     page = page_cache.get(revision, key)
     if page is None:
         case = Case.objects.prefetch_related("tags").filter(slug=slug).first()
@@ -227,7 +244,9 @@ def case_detail(request: HttpRequest, slug: str) -> HttpResponse:
                 return HttpResponsePermanentRedirect(alias.case.get_absolute_url())
             # Rendered here rather than raised, so that `make run` (DEBUG on) shows this page too.
             return not_found(request, f"No case is called '{slug}'.")
-        page = page_cache.keep(revision, key, page_cache.rendered("kb/case_detail.html", _case_context(case, feedback)))
+        page = page_cache.keep(
+            revision, key, page_cache.rendered("kb/case_detail.html", _case_context(case, feedback), audience=audience)
+        )
     return page_cache.response(request, page, ballot=lambda: case_ballot(slug), next=request.get_full_path)
 
 
@@ -245,6 +264,8 @@ def _case_context(case: Case, feedback: dict) -> dict:
         "linked_from": linked,
         "tags": case_tags(case),
         "toc": toc,
+        # the phone's one-line summary of "Applies to": each product once, in the case file's order
+        "applies_software": list(dict.fromkeys(item["software"] for item in case.applies_to)),
         "body_html": mark_safe(body),
         "edit_url": _edit_url(case),
     }

@@ -43,6 +43,7 @@ def step_view_model(
         "error": error,
         "target": STEP_TARGET,
         "tree_url": state_url(tree.id, State()),
+        "back_url": _back_url(tree, resolved, state),
         "from_log_count": sum(1 for item in answered if item["from_log"]),
     }
     if question is None:
@@ -64,6 +65,17 @@ def step_view_model(
         context["rule"] = rule
         context["current_value"] = text_shown(raw.get(question.id, ""), limit=300) if error else current
     return context
+
+
+def _back_url(tree: Tree, resolved: Step, state: State) -> str | None:
+    """Back, as GOV.UK Smart Answers has it on every page: the previous question on the path, with its answer
+    selected and every later answer kept (the change view); None on the first question (Back is then the list)."""
+    asked = [a.question.id for a in resolved.path]
+    if state.change is not None:
+        asked = asked[: asked.index(state.change)] if state.change in asked else []
+    if not asked:
+        return None
+    return state_url(tree.id, State(state.answers, state.from_log, change=asked[-1]))
 
 
 def _answered_view(tree: Tree, resolved: Step, state: State, *, skip: str | None) -> list[dict]:

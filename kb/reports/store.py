@@ -13,7 +13,7 @@ from typing import Any, Iterable
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from kb.models import CaseMatchDay, ContentState, LineTemplate, Report, Vote
@@ -80,9 +80,27 @@ def reports_purge(now: dt.datetime | None = None) -> int:
 
 # --- votes -----------------------------------------------------------------------------------------
 
+# Votes one client address may cast on one item of one kind, whatever its cookies: a team behind one NAT still
+# votes, one person clearing cookies moves a count by this much at most. The sharer of a report is exempt.
+VOTES_PER_ADDRESS_PER_ITEM = 3
+# Votes counted from one address per minute (on every item): `/vote` under `make run`; nginx also limits the POSTs.
+VOTES_PER_ADDRESS_PER_MINUTE = 10
+
 
 class VoteRefused(Exception):
-    pass
+    """Not counted; `status` is the HTTP answer (400 a bad form, 409 a used ballot or a cap, 429 too many)."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class VoteAlreadyCounted(VoteRefused):
+    """This voter already answered this item: `vote` is what they said, shown to them again."""
+
+    def __init__(self, vote: Vote) -> None:
+        super().__init__("Your answer was already counted.", 409)
+        self.vote = vote
 
 
 def vote_record(
@@ -95,13 +113,35 @@ def vote_record(
     other_case: str = "",
     step: str = "",
     report: Report | None = None,
+    voter: str = "",
+    address: str = "",
+    item: str = "",
+    address_cap: int | None = VOTES_PER_ADDRESS_PER_ITEM,
 ) -> Vote:
+    """Count one answer: once per ballot, once per voter per (target, item), at most `address_cap` times per
+    address per (target, item) (None: no cap, for a report's sharer), and at most VOTES_PER_ADDRESS_PER_MINUTE
+    a minute per address."""
     if target not in dict(Vote.TARGETS) or answer not in dict(Vote.ANSWERS):
         raise VoteRefused("That is not an answer this form offers.")
     if not ballot or len(ballot) > 80:
         raise VoteRefused("This form is out of date: reload the page and vote again.")
+    item = item[:300]
     try:
         with transaction.atomic():
+            if voter:
+                earlier = Vote.objects.filter(voter=voter, target=target, item=item).first()
+                if earlier is not None:
+                    raise VoteAlreadyCounted(earlier)
+            if address:
+                same_address = Vote.objects.filter(address=address)
+                recent = timezone.now() - dt.timedelta(minutes=1)
+                if same_address.filter(created_at__gte=recent).count() >= VOTES_PER_ADDRESS_PER_MINUTE:
+                    raise VoteRefused("Too many votes from your address in a minute. Wait a minute and try again.", 429)
+                if address_cap is not None and same_address.filter(target=target, item=item).count() >= address_cap:
+                    raise VoteRefused(
+                        f"{address_cap} votes on this were already counted from your network: no more are counted from it.",
+                        409,
+                    )
             return Vote.objects.create(
                 target=target,
                 answer=answer,
@@ -111,9 +151,32 @@ def vote_record(
                 other_case=other_case[:100] if answer == "other" else "",
                 step=step[:40] if answer == "yes" else "",
                 report=report,
+                voter=voter,
+                address=address,
+                item=item,
             )
     except IntegrityError:
-        raise VoteRefused("A vote was already counted for this.") from None
+        # Another request from this voter won the race, or the ballot was used already.
+        earlier = Vote.objects.filter(voter=voter, target=target, item=item).first() if voter else None
+        if earlier is not None:
+            raise VoteAlreadyCounted(earlier) from None
+        raise VoteRefused("This form was already used to vote: reload the page to vote again.", 409) from None
+
+
+def vote_tally(votes: QuerySet[Vote]) -> dict[str, Any]:
+    """Answers, the steps named and the distinct voters among `votes` (a queryset), as a case page counts them.
+    A vote from before voters were recorded counts as a voter of its own."""
+    rows = list(votes.values_list("answer", "step", "voter", "ballot"))
+    answers = Counter(answer for answer, _, _, _ in rows)
+    steps = Counter(step for answer, step, _, _ in rows if answer == "yes" and step)
+    return {
+        "yes": answers["yes"],
+        "no": answers["no"],
+        "other": answers["other"],
+        "votes": len(rows),
+        "voters": len({voter or f"ballot:{ballot}" for _, _, voter, ballot in rows}),
+        "steps": [{"step": step, "n": n} for step, n in sorted(steps.items(), key=lambda item: (-item[1], item[0]))],
+    }
 
 
 def case_feedback(slug: str, days: int = 30) -> dict[str, Any]:
@@ -135,21 +198,28 @@ def case_page_state(slug: str, days: int = 30) -> tuple[str, dict[str, Any]]:
             f"SELECT 0, '', '', SUM({quote('count')}) FROM {matches} WHERE slug = %s AND day >= %s UNION ALL "
             f"SELECT 1, answer, step, COUNT(*) FROM {votes} WHERE case_slug = %s AND created_at >= %s "
             f"GROUP BY answer, step UNION ALL "
+            # distinct voters; a vote from before voters were recorded is a voter of its own
+            f"SELECT 3, '', '', COUNT(DISTINCT CASE WHEN voter = '' THEN ballot ELSE voter END) FROM {votes} "
+            f"WHERE case_slug = %s AND created_at >= %s UNION ALL "
             f"SELECT 2, revision, '', 0 FROM ({ContentState.revision_sql()}) AS served",
             [
                 slug,
                 connection.ops.adapt_datefield_value(since.date()),
                 slug,
                 connection.ops.adapt_datetimefield_value(since),
+                slug,
+                connection.ops.adapt_datetimefield_value(since),
             ],
         )
         rows = cursor.fetchall()
-    revision, matched, answers, steps = "", 0, Counter[str](), Counter[str]()
+    revision, matched, voters, answers, steps = "", 0, 0, Counter[str](), Counter[str]()
     for kind, answer, step, n in rows:
         if kind == 2:
             revision = answer
         elif kind == 0:
             matched += n or 0  # SUM over no day is NULL
+        elif kind == 3:
+            voters = n
         else:
             answers[answer] += n
             if answer == "yes" and step:
@@ -162,6 +232,7 @@ def case_page_state(slug: str, days: int = 30) -> tuple[str, dict[str, Any]]:
         "other": answers["other"],
         "steps": [{"step": step, "n": n} for step, n in sorted(steps.items(), key=lambda item: (-item[1], item[0]))],
         "votes": sum(answers.values()),
+        "voters": voters,
     }
 
 

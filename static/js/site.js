@@ -264,6 +264,20 @@
       return;
     }
     if (target && target.id === "results") {
+      // A refused paste or upload: tie the message to its field, as the page without JavaScript does.
+      document.querySelectorAll("[aria-invalid][data-error-tied]").forEach(function (field) {
+        field.removeAttribute("aria-invalid");
+        field.setAttribute("aria-describedby", field.getAttribute("data-error-tied"));
+        field.removeAttribute("data-error-tied");
+      });
+      var refusal = target.querySelector("[data-error-for]");
+      var field = refusal ? document.getElementById(refusal.getAttribute("data-error-for")) : null;
+      if (field) {
+        var described = field.getAttribute("aria-describedby") || "";
+        field.setAttribute("data-error-tied", described);
+        field.setAttribute("aria-describedby", (refusal.id + " " + described).trim());
+        field.setAttribute("aria-invalid", "true");
+      }
       // The answer first: the best case (or what to do next), scrolled to the top of the viewport.
       var answer = target.querySelector("#answer") || target.querySelector("h2, h3");
       if (answer) {
@@ -310,14 +324,14 @@
     return match ? decodeURIComponent(match[1]) : "";
   }
 
-  // "Copy as Markdown" on a shared report; without JavaScript the text area and the .md link remain.
+  // "Copy as Markdown" on a shared report, with the code blocks' fallback on a plain-HTTP host (no async
+  // clipboard there); without JavaScript the button stays hidden and the text area and the .md link remain.
   document.querySelectorAll("button.copy-markdown").forEach(function (button) {
-    if (!navigator.clipboard) { return; }
     button.hidden = false;
     button.addEventListener("click", function () {
       var source = document.getElementById(button.getAttribute("data-copy-target"));
       var status = button.parentNode.querySelector(".copy-status");
-      navigator.clipboard.writeText(source.value).then(function () {
+      copyText(source.value).then(function () {
         if (status) { status.textContent = "Copied."; }
       }, function () {
         if (status) { status.textContent = "Copy refused by the browser: select the text below."; }

@@ -80,6 +80,16 @@ def test_diagnosis_posts_past_the_burst_get_429_with_a_message_and_pages_still_a
 
 
 @pytest.mark.proxy
+def test_vote_posts_past_their_burst_get_429_with_a_message_of_their_own(stack):
+    """Issue 34: `/vote` was not limited. Without a CSRF token the app answers 403; past the burst nginx answers first."""
+    answers = [request(stack.port, "POST", "/vote", source="127.0.0.5", body=b"answer=yes") for _ in range(9)]
+    statuses = [status for status, _ in answers]
+    assert statuses[:6] == [403] * 6 and set(statuses[6:]) == {429}, statuses  # the first request plus a burst of 5
+    assert b"Too many votes from your address" in answers[-1][1]
+    assert request(stack.port, "POST", "/api/diagnose", source="127.0.0.5", body=b"NCCL WARN x")[0] == 200, "a zone of its own"
+
+
+@pytest.mark.proxy
 def test_access_logs_hold_the_path_but_never_the_query_string(stack):
     """Nor the referer, which carries the previous page's query string (gunicorn's default format has both)."""
     port = stack.port

@@ -87,7 +87,7 @@ def test_a_vote_from_a_kept_case_page_is_counted_once_and_returns_to_the_page():
         {"target": "case", "ref": SLUG, "ballot": ballot(page), "answer": "yes", "next": CASE_URL, "csrfmiddlewaretoken": token},
     )
     assert voted.status_code == 302 and voted["Location"] == CASE_URL
-    assert "1 of 1 vote said it fixed the job" in counts(reader.get(CASE_URL))
+    assert "1 person voted: 1 said it fixed the job" in counts(reader.get(CASE_URL))
 
 
 def test_a_vote_or_a_paste_counted_by_another_worker_shows_on_the_next_view(client):
@@ -96,7 +96,7 @@ def test_a_vote_or_a_paste_counted_by_another_worker_shows_on_the_next_view(clie
     assert kept(client.get(CASE_URL)) and "nobody has voted yet" in counts(before)
     store.vote_record(target="case", answer="no", ballot="case:elsewhere", case_slug=SLUG, target_ref=SLUG)
     after_vote = client.get(CASE_URL)
-    assert "0 of 1 vote said it fixed the job" in counts(after_vote) and "1 said it did not" in counts(after_vote)
+    assert "1 person voted: 0 said it fixed the job" in counts(after_vote) and "1 said it did not" in counts(after_vote)
     store.match_count(SLUG)
     assert "the answer to 1 paste;" in counts(client.get(CASE_URL))
     assert kept(client.get(CASE_URL))
@@ -104,11 +104,12 @@ def test_a_vote_or_a_paste_counted_by_another_worker_shows_on_the_next_view(clie
 
 def test_a_kept_case_page_is_the_page_django_renders_with_the_request(client, rf, django_user_model):
     """Rendered without its request, a kept page cannot hold anything of one reader (user, session, messages); it
-    is still exactly the page the template gives with the request, but for the token. Kept here while a staff
-    member was logged in, then served to an anonymous reader."""
+    is still exactly the page the template gives with the request, but for the token. A staff member's visit keeps
+    a page of its own (their header greets them); an anonymous reader's kept page holds nothing of theirs."""
     staff = django_user_model.objects.create_user("staff-reader-7", password="pw-staff-reader-7", is_staff=True)
     client.force_login(staff)
     client.get(CASE_URL)
+    Client().get(CASE_URL)
     page = Client().get(CASE_URL)
     assert kept(page)
     context = _case_context(Case.objects.get(slug=SLUG), case_feedback(SLUG))
@@ -207,8 +208,9 @@ def test_a_kept_search_page_is_the_page_django_renders_with_the_request(client, 
     staff = django_user_model.objects.create_user("staff-reader-7", password="pw-staff-reader-7", is_staff=True)
     client.force_login(staff)
     client.get(SEARCH_URL)
+    Client().get(SEARCH_URL)
     page = Client().get(SEARCH_URL)
-    assert kept(page)
+    assert kept(page) and "staff-reader-7" not in page.content.decode()
     context = {"query": "NCCL_SOCKET_IFNAME", **_keyword_results("NCCL_SOCKET_IFNAME")}
     expected = render(rf.get(SEARCH_URL), "kb/search.html", context).content.decode()
     assert without_tokens(page.content.decode()) == without_tokens(expected)
@@ -247,3 +249,25 @@ def test_htmx_and_plain_requests_each_get_their_own_answer_in_either_order(clien
                 assert {"HX-Request", "HX-Target"} <= {v.strip() for v in response["Vary"].split(",")}
     restore = client.get(SEARCH_URL, HTTP_HX_REQUEST="true", HTTP_HX_HISTORY_RESTORE_REQUEST="true")
     assert b"<html" in restore.content, "a history restore gets the page"
+
+
+def test_a_kept_page_greets_each_signed_in_reader_by_their_own_name_and_offers_staff_the_curators_page(django_user_model):
+    """Issue 33: no signed-in indicator and no way into /curate/ from the site. The name is a hole of the kept page."""
+    first, second = (
+        django_user_model.objects.create_user(name, password=f"pw-{name}", is_staff=True)
+        for name in ("curator-ann", "curator-bo")
+    )
+    reader = django_user_model.objects.create_user("reader-cy", password="pw-reader-cy")
+    pages = {}
+    for user in (first, second, reader):
+        client = Client()
+        client.force_login(user)
+        client.get(CASE_URL)
+        pages[user.username] = client.get(CASE_URL)
+    assert kept(pages["curator-bo"]), "the second curator gets the page kept for the first"
+    assert "Signed in as <strong>curator-bo</strong>" in pages["curator-bo"].content.decode()
+    assert "curator-ann" not in pages["curator-bo"].content.decode()
+    assert 'href="/curate/"' in pages["curator-bo"].content.decode()
+    assert "Signed in as <strong>reader-cy</strong>" in pages["reader-cy"].content.decode()
+    assert 'href="/curate/"' not in pages["reader-cy"].content.decode()
+    assert "Signed in" not in Client().get(CASE_URL).content.decode()

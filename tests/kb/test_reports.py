@@ -222,6 +222,7 @@ def test_case_feedback_counts_the_window_only():
         "other": 1,
         "steps": [{"step": "fix-2", "n": 2}, {"step": "fix-1", "n": 1}],
         "votes": 6,
+        "voters": 6,
     }
     assert store.case_feedback("no-such-case") == {
         "days": 30,
@@ -231,6 +232,7 @@ def test_case_feedback_counts_the_window_only():
         "other": 0,
         "steps": [],
         "votes": 0,
+        "voters": 0,
     }
 
 

@@ -78,10 +78,22 @@ from kb.search.index import search_results  # noqa: E402
         ("RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275", False),
         ("node1:123:456 [0] NCCL WARN Duplicate GPU detected", False),
         ("line one\nline two", False),
+        ("ProcessGroupNCCL.cpp:1234", True),  # issue 33: a source location typed alone was diagnosed, the box emptied
+        ("watchdog ProcessGroupNCCL.cpp:1234", True),
+        ("train.py:12: UserWarning: the barrier", False),
     ],
 )
 def test_a_one_line_query_without_log_shape_is_a_keyword_search(query, keywords):
     assert query_is_keywords(query) is keywords
+
+
+def test_a_source_location_search_is_a_text_search_that_keeps_the_query_in_the_box(client):
+    """Issue 33: `file.cpp:123` in the header box ran a diagnosis and came back with the box empty."""
+    posted = client.post("/search", {"q": "ProcessGroupNCCL.cpp:1234"})
+    assert posted.status_code == 303 and posted["Location"] == "/search?q=ProcessGroupNCCL.cpp%3A1234"
+    page = client.get(posted["Location"]).content.decode()
+    assert 'id="answer"' not in page and 'value="ProcessGroupNCCL.cpp:1234"' in page
+    assert re.search(r"\d+ pages? mentions? <q>ProcessGroupNCCL.cpp", page), "the hits say which words they matched"
 
 
 def test_keyword_search_has_no_diagnosis_block(client):

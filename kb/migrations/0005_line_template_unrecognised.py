@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("kb", "0003_reports_votes_templates"),
+        ("kb", "0004_vote_voters"),
     ]
 
     operations = [
