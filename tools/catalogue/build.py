@@ -24,7 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import HARVEST_DIR, MESSAGES_DIR, HarvestRow, harvest_read, release_key  # noqa: E402
 
 SCHEMA_VERSION = 1
-MIN_LITERAL = 4  # a template whose longest literal run is shorter cannot be told from other text ("%s", "%s %d")
+# A template must hold this much literal text (stripped runs, together) to be told from other text: "%s" and "%s %d"
+# cannot, "%s:%d -> %d" (NCCL's error-propagation line) can.
+MIN_LITERAL = 3
 
 # printf conversions as C and Python print them; brace fields as str.format / f-strings / fmt print them.
 PRINTF_SPEC = re.compile(
@@ -209,7 +211,7 @@ def fields_of(style: str, template: str) -> list[dict[str, str]]:
             continue
         if style == "printf":
             conv = m.group("conv")
-            before = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", template[: m.start()][-40:])
+            before = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", PRINTF_SPEC.sub(" ", template[: m.start()])[-40:])
             name = before[-1] if before else "value"
         else:
             conv = None
@@ -218,7 +220,7 @@ def fields_of(style: str, template: str) -> list[dict[str, str]]:
             conv = spec_part[-1:] if spec_part[-1:] in "dxXfeg" else None
             name = re.split(r"[!:.\[]", raw)[0] or "value"
             if name == "value":
-                before = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", template[: m.start()][-40:])
+                before = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", BRACE_SPEC.sub(" ", template[: m.start()])[-40:])
                 name = before[-1] if before else "value"
         name = re.sub(r"\W", "_", name)[:40] or "value"
         used[name] = used.get(name, 0) + 1
@@ -257,7 +259,10 @@ def build_program(program: str, rows: list[HarvestRow]) -> str:
     for row in sorted(rows, key=lambda r: (release_key(r.release), r.file, r.line)):
         severity = SEVERITIES.get(row.severity, row.severity)
         template = row.format.strip() if row.style == "pieces" else row.format
-        if len(longest_literal(row.style, template)) < MIN_LITERAL:
+        if (
+            sum(len(r.strip()) for r in literal_runs(row.style, template)) < MIN_LITERAL
+            or len(longest_literal(row.style, template)) < 2
+        ):
             continue
         key = (row.style, template, severity)
         entries.setdefault(key, Entry(program, row.style, template, severity)).rows.append(row)

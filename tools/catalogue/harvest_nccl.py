@@ -18,14 +18,14 @@ from common import HARVEST_DIR, HarvestRow, c_format_argument, call_arguments, h
 
 # One tag per minor release: the last patch of each 2.x minor from 2.4 on, plus the first stored 2.30 patch.
 EXTRA_TAGS = ("v2.30.3-1",)
-FIRST_MINOR = (2, 4)
+FIRST_MINOR = (2, 3)  # 2.3.7 too: old pastes still show its wording
 SOURCE_SUFFIXES = (".cc", ".cu", ".cpp", ".c", ".h", ".hpp", ".cuh")
 
 # macro → (severity, index of the format argument)
 CALLS = {"WARN": ("WARN", 0), "INFO": ("INFO", 1), "INFO_LOC": ("INFO", 1), "INFO_LOC_FN": ("INFO", 4), "VERSION": ("VERSION", 0)}
 CALL_RE = re.compile(r"\b(WARN|INFO|INFO_LOC|INFO_LOC_FN|VERSION)\s*\(")
 # The version banner is a macro of literals and STR(number) pieces: numbers print as %d, the suffix as %s.
-VERSION_DEFINE_RE = re.compile(r"#define\s+VERSION_STRING\s+((?:[^\n]|\\\n)*)")
+VERSION_DEFINE_RE = re.compile(r"#define\s+VERSION_STRING[ \t]+((?:\\\n|[^\n])*)")
 
 
 def git(mirror: Path, *args: str, data: bytes | None = None) -> bytes:
@@ -79,6 +79,15 @@ def version_macros(text: str) -> str | None:
     return c_format_argument(body.replace("\\\n", " "))
 
 
+def macro_parameters(text: str, index: int) -> list[str]:
+    """The parameters of the #define whose body holds `index` (lines joined by backslashes); [] outside one."""
+    start = text.rfind("\n", 0, index) + 1
+    while start > 1 and text[start - 2] == "\\":
+        start = text.rfind("\n", 0, start - 1) + 1
+    m = re.match(r"\s*#\s*define\s+\w+\(([^)]*)\)", text[start:index])
+    return [p.strip() for p in m.group(1).split(",") if p.strip() and p.strip() != "..."] if m else []
+
+
 def harvest_file(release: str, tag: str, name: str, text: str) -> list[HarvestRow]:
     rows = []
     for m in CALL_RE.finditer(text):
@@ -89,7 +98,14 @@ def harvest_file(release: str, tag: str, name: str, text: str) -> list[HarvestRo
         parsed = call_arguments(text, m.end() - 1)
         if parsed is None or len(parsed[0]) <= index:
             continue
-        fmt = c_format_argument(parsed[0][index])
+        argument = parsed[0][index]
+        # Inside a macro, a parameter spliced into the format ("Call to " name, or #call) prints its text: a %s field.
+        parameters = macro_parameters(text, m.start())
+        if parameters:
+            pattern = re.compile(r"#?\s*\b(?:" + "|".join(map(re.escape, parameters)) + r")\b")
+            parts = re.split(r'("(?:[^"\\\n]|\\.)*")', argument)  # literals at odd indexes stay as they are
+            argument = "".join(part if i % 2 else pattern.sub(' "%s" ', part) for i, part in enumerate(parts))
+        fmt = c_format_argument(argument)
         if fmt is None:
             continue
         rows.append(HarvestRow(release, name, line_of(text, m.start()), severity, "printf", tag, fmt))

@@ -1,0 +1,445 @@
+"""Recognise the lines a catalogued program prints: the message catalogue as a matcher (pure Python, no Django).
+
+The catalogue (content/catalogue/messages/<program>.yaml, built from sources by tools/catalogue/) lists every
+message template a program prints, per release. Each template compiles to a regex: literal text escaped, every
+whitespace run in it matching any whitespace run (so hard-wrapped lines re-joined with a space still match), and each
+format field a capture group typed by the catalogue (an int field captures digits and comes back as an int).
+
+Matching rules (FORMAT.md repeats them):
+- Whole: a template matches a line when it appears anywhere in it, so launcher, container and NCCL prefixes before it
+  (`[rank3]:[E1128 ...] `, `host:1:2 [0] NCCL WARN `) do not matter.
+- Fragment: a line that starts mid-message (the tail of a wrapped line) matches when, after leading whitespace, it
+  starts inside a literal run of the template that is at least FRAGMENT_MIN characters long, holds at least the
+  last FRAGMENT_MIN characters of that run, and the rest of the template follows. Only the fields after that point
+  are captured. A hit says which rule it came from (`fragment`).
+- Speed: every template has a required literal (its longest literal run; for fragments, the anchor), and one
+  Hyperscan pass per line (or per text, in `match_text`) says which literals occur; only those templates' regexes
+  run. Without hyperscan the same literals are looked for with `in`, slower but with the same answers.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import yaml
+
+try:
+    import hyperscan
+except ImportError:  # pragma: no cover - the fallback is exercised by passing use_hyperscan=False
+    hyperscan = None
+
+DEFAULT_DIR = Path(__file__).resolve().parents[1] / "content" / "catalogue" / "messages"
+FRAGMENT_MIN = 20  # characters of a literal run a mid-message fragment must hold
+MAX_LINE = 4096  # regexes see at most this much of a line: messages are shorter, and it bounds the cost of any line
+
+PRINTF_SPEC = re.compile(
+    r"%(?P<flags>[-+ #0]*)(?P<width>\d+|\*)?(?:\.(?P<prec>\d+|\*))?(?P<len>hh|h|ll|l|z|j|t|L|q)?(?P<conv>[diouxXeEfgGcsp%])"
+)
+BRACE_SPEC = re.compile(r"\{\{|\}\}|\{(?P<name>[^{}]*)\}")
+INT_TYPES = {"rank", "errno", "seqnum", "timeout_ms", "pid", "int", "signal", "exitcode"}
+_FLOAT = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:inf|nan)"
+_CONV_RE = {
+    "d": r"[-+]?\d+",
+    "i": r"[-+]?\d+",
+    "u": r"\d+",
+    "o": r"[0-7]+",
+    "x": r"(?:0[xX])?[0-9a-fA-F]+",
+    "X": r"(?:0[xX])?[0-9a-fA-F]+",
+    "p": r"0x[0-9a-fA-F]+|\(nil\)|0",
+    "f": _FLOAT,
+    "e": _FLOAT,
+    "E": _FLOAT,
+    "g": _FLOAT,
+    "G": _FLOAT,
+    "c": r".",
+}
+_WS = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One catalogued template, as content/catalogue/FORMAT.md describes it."""
+
+    id: str
+    program: str
+    template: str
+    style: str
+    severity: str
+    meaning: str
+    first: str
+    last: str
+    file: str
+    fields: tuple[tuple[str, str], ...] = ()
+    absent_in: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A catalogued template found in a line: what it means, its typed values, which releases print it, and where."""
+
+    id: str
+    program: str
+    meaning: str
+    severity: str
+    fields: dict[str, object]
+    first: str
+    last: str
+    span: tuple[int, int]
+    fragment: bool = False
+
+
+# --- compiling templates ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Token:
+    literal: str | None = None  # literal text, escapes resolved
+    field: int | None = None  # index into Entry.fields
+    pattern: str = ""  # regex of the field's value
+
+
+def _tokens(entry: Entry) -> list[_Token]:
+    """The template as literal runs and fields, in order."""
+    text = entry.template.strip()
+    if entry.style == "pieces":
+        return [_Token(literal=text)]
+    spec = PRINTF_SPEC if entry.style == "printf" else BRACE_SPEC
+    out: list[_Token] = []
+    buffer: list[str] = []
+    last = 0
+    index = 0
+    for m in spec.finditer(text):
+        buffer.append(text[last : m.start()])
+        last = m.end()
+        whole = m.group(0)
+        if whole in ("%%", "{{", "}}"):
+            buffer.append(whole[0])
+            continue
+        if buffer and "".join(buffer):
+            out.append(_Token(literal="".join(buffer)))
+        buffer = []
+        if entry.style == "printf":
+            conv = m.group("conv")
+            pattern = _CONV_RE.get(conv, "")
+            if m.group("width"):
+                pattern = r" *(?:" + pattern + ")" if pattern else pattern
+        else:
+            spec_part = m.group("name").split(":", 1)[1] if ":" in m.group("name") else ""
+            pattern = _CONV_RE.get(spec_part[-1:], "") if spec_part[-1:] in "dxXfeEgG" and spec_part else ""
+        out.append(_Token(field=index, pattern=pattern))
+        index += 1
+    buffer.append(text[last:])
+    if "".join(buffer):
+        out.append(_Token(literal="".join(buffer)))
+    return out
+
+
+def _literal_regex(text: str) -> str:
+    """Escaped literal text in which each whitespace run matches any whitespace run."""
+    parts = _WS.split(text)
+    body = r"\s+".join(re.escape(p) for p in parts)
+    return body
+
+
+def _tokens_regex(tokens: list[_Token]) -> str:
+    pieces = []
+    for i, token in enumerate(tokens):
+        if token.literal is not None:
+            pieces.append(_literal_regex(token.literal))
+            continue
+        pattern = token.pattern
+        if not pattern:  # a string field: one token when it opens the template, otherwise as little as lets the rest match
+            pattern = r"\S+" if i == 0 else (r".*" if i == len(tokens) - 1 else r".*?")
+        pieces.append(f"(?P<f{token.field}>{pattern})")
+    return "".join(pieces)
+
+
+def _norm(text: str) -> str:
+    return _WS.sub(" ", text).strip()
+
+
+@dataclass
+class _Compiled:
+    entry: Entry
+    tokens: list[_Token]
+    key: str  # required literal (whitespace-normalised)
+    anchors: list[tuple[int, str]] = field(default_factory=list)  # (token index, last FRAGMENT_MIN chars of that run)
+
+    @functools.cached_property
+    def regex(self) -> re.Pattern[str]:
+        return re.compile(_tokens_regex(self.tokens), re.S)
+
+    def tail_regex(self, token_index: int) -> re.Pattern[str]:
+        """The template from the anchor of literal run `token_index` to its end."""
+        cache = self.__dict__.setdefault("_tails", {})
+        if token_index not in cache:
+            anchor = _norm(self.tokens[token_index].literal or "")[-FRAGMENT_MIN:]
+            rest = self.tokens[token_index + 1 :]
+            tail = _tokens_regex([_Token(literal=anchor)] + rest) if rest else _literal_regex(anchor)
+            cache[token_index] = re.compile(tail, re.S)
+        return cache[token_index]
+
+
+def _compile(entry: Entry) -> _Compiled | None:
+    tokens = _tokens(entry)
+    literals = [(i, _norm(t.literal)) for i, t in enumerate(tokens) if t.literal is not None]
+    literals = [(i, text) for i, text in literals if text]
+    if not literals:
+        return None
+    key = max(literals, key=lambda item: len(item[1]))[1]
+    anchors = [(i, text[-FRAGMENT_MIN:]) for i, text in literals if len(text) >= FRAGMENT_MIN]
+    return _Compiled(entry, tokens, key, anchors)
+
+
+def _typed(value: str, type_name: str) -> object:
+    value = value.strip()
+    if type_name in INT_TYPES and re.fullmatch(r"[-+]?\d+", value):
+        return int(value)
+    if type_name == "hex" and re.fullmatch(r"(?:0[xX])?[0-9a-fA-F]+", value):
+        return int(value, 16)
+    if type_name == "float":
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
+
+
+# --- the catalogue ---------------------------------------------------------------------------------------------------
+
+
+class Catalogue:
+    """Every entry of the loaded programs, indexed by required literal."""
+
+    def __init__(self, entries: Iterable[Entry], releases: dict[str, list[str]] | None = None, use_hyperscan: bool = True):
+        self.entries: dict[str, Entry] = {}
+        self.releases = releases or {}
+        self._compiled: list[_Compiled] = []
+        for entry in entries:
+            if entry.id in self.entries:
+                raise ValueError(f"duplicate catalogue id {entry.id}")
+            self.entries[entry.id] = entry
+            compiled = _compile(entry)
+            if compiled is not None:
+                self._compiled.append(compiled)
+        # literal → [(compiled, None)] for whole matches, [(compiled, token index)] for fragment anchors
+        self._by_literal: dict[str, list[tuple[_Compiled, int | None]]] = {}
+        for compiled in self._compiled:
+            self._by_literal.setdefault(compiled.key, []).append((compiled, None))
+            for token_index, anchor in compiled.anchors:
+                self._by_literal.setdefault(anchor, []).append((compiled, token_index))
+        self._literals = sorted(self._by_literal)
+        self._database = _hyperscan_database(tuple(self._literals)) if use_hyperscan and hyperscan is not None else None
+
+    @classmethod
+    def load(cls, directory: Path = DEFAULT_DIR, programs: Iterable[str] | None = None, use_hyperscan: bool = True) -> Catalogue:
+        """Read content/catalogue/messages/*.yaml (or the named programs only)."""
+        wanted = set(programs) if programs is not None else None
+        entries: list[Entry] = []
+        releases: dict[str, list[str]] = {}
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        for path in sorted(Path(directory).glob("*.yaml")):
+            if wanted is not None and path.stem not in wanted:
+                continue
+            document = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
+            program = document["program"]
+            releases[program] = [str(r) for r in document["releases"]]
+            for item in document["entries"]:
+                entries.append(
+                    Entry(
+                        id=item["id"],
+                        program=program,
+                        template=item["template"],
+                        style=item["style"],
+                        severity=item["severity"],
+                        meaning=item["meaning"],
+                        first=str(item["first"]),
+                        last=str(item["last"]),
+                        file=item["file"],
+                        fields=tuple((f["name"], f["type"]) for f in item.get("fields", ())),
+                        absent_in=tuple(str(r) for r in item.get("absent_in", ())),
+                    )
+                )
+        return cls(entries, releases, use_hyperscan=use_hyperscan)
+
+    # -- matching --
+
+    def _present(self, norm: str) -> list[str]:
+        """The indexed literals that occur in a normalised line."""
+        if self._database is None:
+            return [literal for literal in self._literals if literal in norm]
+        found: list[int] = []
+
+        def on_match(literal_id: int, start: int, end: int, flags: int, context: object) -> None:
+            found.append(literal_id)
+
+        self._database.scan(norm.encode("utf-8"), match_event_handler=on_match)
+        return [self._literals[i] for i in sorted(set(found))]
+
+    def match(self, line: str) -> list[Hit]:
+        """Every catalogued template in the line, whole matches first, then fragments, each by position."""
+        line = line[:MAX_LINE]
+        norm = _WS.sub(" ", line)
+        offsets = _offsets(line) if norm != line else None
+        return self._match_norm(norm, offsets, self._present(norm.strip()))
+
+    def _match_norm(self, norm: str, offsets: list[int] | None, literals: list[str]) -> list[Hit]:
+        whole: list[Hit] = []
+        fragments: list[Hit] = []
+        matched: set[str] = set()
+        candidates: list[tuple[_Compiled, int | None]] = []
+        for literal in literals:
+            candidates.extend(self._by_literal[literal])
+        for compiled, token_index in sorted(candidates, key=lambda c: (c[1] is not None, c[0].entry.id, c[1] or 0)):
+            entry = compiled.entry
+            if token_index is None:
+                if entry.id in matched:
+                    continue
+                m = compiled.regex.search(norm)
+                if m:
+                    matched.add(entry.id)
+                    whole.append(self._hit(entry, m, offsets, fragment=False))
+            elif entry.id not in matched:
+                hit = self._fragment(compiled, token_index, norm, offsets)
+                if hit is not None:
+                    matched.add(entry.id)
+                    fragments.append(hit)
+        return sorted(whole, key=lambda h: (h.span, h.id)) + sorted(fragments, key=lambda h: (h.span, h.id))
+
+    def _fragment(self, compiled: _Compiled, token_index: int, norm: str, offsets: list[int] | None) -> Hit | None:
+        """The fragment rule: the line opens inside literal run `token_index` and the template's rest follows."""
+        run = _norm(compiled.tokens[token_index].literal or "")
+        anchor = run[-FRAGMENT_MIN:]
+        start = len(norm) - len(norm.lstrip())
+        position = norm.find(anchor, start)
+        if position < 0:
+            return None
+        opening = norm[start:position].rstrip()
+        if opening and not run[:-FRAGMENT_MIN].rstrip().endswith(opening):
+            return None
+        m = compiled.tail_regex(token_index).match(norm, position)
+        if not m:
+            return None
+        return self._hit(compiled.entry, m, offsets, fragment=True, start=start)
+
+    def _hit(self, entry: Entry, m: re.Match[str], offsets: list[int] | None, fragment: bool, start: int | None = None) -> Hit:
+        values: dict[str, object] = {}
+        for key, value in m.groupdict().items():
+            if value is None:
+                continue
+            name, type_name = entry.fields[int(key[1:])] if int(key[1:]) < len(entry.fields) else (key, "str")
+            values[name] = _typed(value, type_name)
+        begin = m.start() if start is None else start
+        end = m.end()
+        if offsets is not None:
+            begin, end = offsets[begin], offsets[end - 1] + 1 if end > begin else offsets[begin]
+        return Hit(
+            entry.id, entry.program, entry.meaning, entry.severity, values, entry.first, entry.last, (begin, end), fragment
+        )
+
+    def match_text(self, text: str) -> Iterator[tuple[int, list[Hit]]]:
+        """(line number from 1, hits) for every line of a text that holds a catalogued template.
+
+        One Hyperscan pass over the whole (normalised) text finds every literal occurrence; only lines holding one
+        are matched, so a large log costs one scan plus the candidate lines."""
+        lines = text.split("\n")
+        if self._database is None:
+            for number, line in enumerate(lines, 1):
+                hits = self.match(line)
+                if hits:
+                    yield number, hits
+            return
+        norms = [_WS.sub(" ", line[:MAX_LINE]) for line in lines]
+        starts: list[int] = []
+        position = 0
+        for norm in norms:
+            starts.append(position)
+            position += len(norm.encode("utf-8")) + 1
+        joined = "\n".join(norms).encode("utf-8")
+        per_line: dict[int, set[int]] = {}
+
+        def on_match(literal_id: int, begin: int, end: int, flags: int, context: object) -> None:
+            per_line.setdefault(bisect.bisect_right(starts, end - 1) - 1, set()).add(literal_id)
+
+        self._database.scan(joined, match_event_handler=on_match)
+        for index in sorted(per_line):
+            line = lines[index][:MAX_LINE]
+            norm = norms[index]
+            offsets = _offsets(line) if norm != line else None
+            hits = self._match_norm(norm, offsets, [self._literals[i] for i in sorted(per_line[index])])
+            if hits:
+                yield index + 1, hits
+
+    # -- releases --
+
+    def releases_printing(self, ids: Iterable[str]) -> tuple[str, str] | None:
+        """(first, last) of the releases that print every one of the entries; None when no release prints them all.
+
+        The entries must be of one program (release numbers of two programs do not compare)."""
+        chosen = [self.entries[i] for i in ids]
+        if not chosen:
+            raise ValueError("no entry ids given")
+        programs = {e.program for e in chosen}
+        if len(programs) != 1:
+            raise ValueError(f"entries of several programs: {sorted(programs)}")
+        program = programs.pop()
+        releases = self.releases.get(program) or sorted({e.first for e in chosen} | {e.last for e in chosen}, key=_release_key)
+        common = [r for r in releases if all(_prints(e, r) for e in chosen)]
+        return (common[0], common[-1]) if common else None
+
+
+def _release_key(release: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", release))
+
+
+def _prints(entry: Entry, release: str) -> bool:
+    return _release_key(entry.first) <= _release_key(release) <= _release_key(entry.last) and release not in entry.absent_in
+
+
+def _offsets(line: str) -> list[int]:
+    """For each character of the whitespace-normalised line, its index in the original line."""
+    out: list[int] = []
+    for m in re.finditer(r"\s+|\S+", line):
+        if m.group(0)[0].isspace():
+            out.append(m.start())
+        else:
+            out.extend(range(m.start(), m.end()))
+    out.append(len(line))
+    return out
+
+
+@functools.lru_cache(maxsize=4)
+def _hyperscan_database(literals: tuple[str, ...]):
+    """One literal database for the catalogue; None when hyperscan cannot compile it (the `in` fallback then runs)."""
+    try:
+        database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        database.compile(
+            expressions=["".join(f"\\x{byte:02x}" for byte in literal.encode()).encode() for literal in literals],
+            ids=list(range(len(literals))),
+            elements=len(literals),
+            flags=[0] * len(literals),
+        )
+    except Exception:  # an engine that cannot compile is speed lost, not an error
+        return None
+    return database
+
+
+@functools.lru_cache(maxsize=1)
+def default() -> Catalogue:
+    """The catalogue of the committed content, loaded once."""
+    return Catalogue.load()
+
+
+def match(line: str) -> list[Hit]:
+    """`Catalogue.match` on the committed catalogue."""
+    return default().match(line)
+
+
+def releases_printing(ids: Iterable[str]) -> tuple[str, str] | None:
+    """`Catalogue.releases_printing` on the committed catalogue."""
+    return default().releases_printing(ids)
