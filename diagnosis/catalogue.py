@@ -8,10 +8,12 @@ format field a capture group typed by the catalogue (an int field captures digit
 Matching rules (FORMAT.md repeats them):
 - Whole: a template matches a line when it appears anywhere in it, so launcher, container and NCCL prefixes before it
   (`[rank3]:[E1128 ...] `, `host:1:2 [0] NCCL WARN `) do not matter.
-- Fragment: a line that starts mid-message (the tail of a wrapped line) matches when, after leading whitespace, it
-  starts inside a literal run of the template that is at least FRAGMENT_MIN characters long, holds at least the
-  last FRAGMENT_MIN characters of that run, and the rest of the template follows. Only the fields after that point
-  are captured. A hit says which rule it came from (`fragment`).
+- Lines: a template that spans lines is matched line by line (a hit's `part`); lines with under 3 literal
+  characters are not matched.
+- Fragments of hard-wrapped lines, for literal runs of at least FRAGMENT_MIN characters: "tail" when the line,
+  after leading whitespace, opens inside such a run, holds at least its last FRAGMENT_MIN characters, and the rest
+  of the template follows; "head" when the template's beginning is in the line and the line closes inside such a
+  run after at least its first FRAGMENT_MIN characters. Only the fields inside the fragment are captured.
 - Speed: every template has a required literal (its longest literal run; for fragments, the anchor), and one
   Hyperscan pass per line (or per text, in `match_text`) says which literals occur; only those templates' regexes
   run. Without hyperscan the same literals are looked for with `in`, slower but with the same answers.
@@ -38,7 +40,7 @@ FRAGMENT_MIN = 20  # characters of a literal run a mid-message fragment must hol
 MAX_LINE = 4096  # regexes see at most this much of a line: messages are shorter, and it bounds the cost of any line
 
 PRINTF_SPEC = re.compile(
-    r"%(?P<flags>[-+ #0]*)(?P<width>\d+|\*)?(?:\.(?P<prec>\d+|\*))?(?P<len>hh|h|ll|l|z|j|t|L|q)?(?P<conv>[diouxXeEfgGcsp%])"
+    r"%(?:\((?P<key>\w+)\))?(?P<flags>[-+ #0]*)(?P<width>\d+|\*)?(?:\.(?P<prec>\d+|\*))?(?P<len>hh|h|ll|l|z|j|t|L|q)?(?P<conv>[diouxXeEfgGcsp%])"
 )
 BRACE_SPEC = re.compile(r"\{\{|\}\}|\{(?P<name>[^{}]*)\}")
 INT_TYPES = {"rank", "errno", "seqnum", "timeout_ms", "pid", "int", "signal", "exitcode"}
@@ -90,7 +92,8 @@ class Hit:
     first: str
     last: str
     span: tuple[int, int]
-    fragment: bool = False
+    fragment: str | None = None  # None: the whole template (line); "tail": the line starts mid-message; "head": it ends so
+    part: int = 0  # which line of a template that spans lines
 
 
 # --- compiling templates ---------------------------------------------------------------------------------------------
@@ -163,37 +166,101 @@ def _norm(text: str) -> str:
     return _WS.sub(" ", text).strip()
 
 
+def _parts(tokens: list[_Token]) -> list[list[_Token]]:
+    """The template's lines (a log line holds one), each with at least 3 literal characters."""
+    parts: list[list[_Token]] = [[]]
+    for token in tokens:
+        if token.literal is None or "\n" not in token.literal:
+            parts[-1].append(token)
+            continue
+        lines = token.literal.split("\n")
+        for i, text in enumerate(lines):
+            if i:
+                parts.append([])
+            if text:
+                parts[-1].append(_Token(literal=text))
+    return [p for p in parts if sum(len(_norm(t.literal)) for t in p if t.literal is not None) >= 3]
+
+
 @dataclass
 class _Compiled:
+    """One line of a template (most have one), with its index literals."""
+
     entry: Entry
+    part: int
     tokens: list[_Token]
     key: str  # required literal (whitespace-normalised)
-    anchors: list[tuple[int, str]] = field(default_factory=list)  # (token index, last FRAGMENT_MIN chars of that run)
+    runs: list[tuple[int, str]] = field(default_factory=list)  # (token index, normalised text) of runs >= FRAGMENT_MIN
 
     @functools.cached_property
     def regex(self) -> re.Pattern[str]:
         return re.compile(_tokens_regex(self.tokens), re.S)
 
     def tail_regex(self, token_index: int) -> re.Pattern[str]:
-        """The template from the anchor of literal run `token_index` to its end."""
+        """The template from the last FRAGMENT_MIN characters of literal run `token_index` to its end."""
         cache = self.__dict__.setdefault("_tails", {})
         if token_index not in cache:
             anchor = _norm(self.tokens[token_index].literal or "")[-FRAGMENT_MIN:]
             rest = self.tokens[token_index + 1 :]
-            tail = _tokens_regex([_Token(literal=anchor)] + rest) if rest else _literal_regex(anchor)
-            cache[token_index] = re.compile(tail, re.S)
+            cache[token_index] = re.compile(_tokens_regex([_Token(literal=anchor)] + rest), re.S)
+        return cache[token_index]
+
+    def head_regex(self, token_index: int) -> re.Pattern[str] | None:
+        """The template up to literal run `token_index`, anchored at the end of what it is given; None for the first run."""
+        if token_index == 0:
+            return None
+        cache = self.__dict__.setdefault("_heads", {})
+        if token_index not in cache:
+            cache[token_index] = re.compile(_tokens_regex(self.tokens[:token_index]) + r"\s*\Z", re.S)
         return cache[token_index]
 
 
-def _compile(entry: Entry) -> _Compiled | None:
-    tokens = _tokens(entry)
-    literals = [(i, _norm(t.literal)) for i, t in enumerate(tokens) if t.literal is not None]
-    literals = [(i, text) for i, text in literals if text]
-    if not literals:
-        return None
-    key = max(literals, key=lambda item: len(item[1]))[1]
-    anchors = [(i, text[-FRAGMENT_MIN:]) for i, text in literals if len(text) >= FRAGMENT_MIN]
-    return _Compiled(entry, tokens, key, anchors)
+def _compile(entry: Entry) -> list[_Compiled]:
+    out = []
+    for index, tokens in enumerate(_parts(_tokens(entry))):
+        literals = [(i, _norm(t.literal)) for i, t in enumerate(tokens) if t.literal is not None]
+        literals = [(i, text) for i, text in literals if text]
+        key = max(literals, key=lambda item: len(item[1]))[1]
+        out.append(_Compiled(entry, index, tokens, key, [(i, text) for i, text in literals if len(text) >= FRAGMENT_MIN]))
+    return out
+
+
+# A typical printed value for each field type (FORMAT.md's vocabulary), for examples and self-tests.
+TYPICAL = {
+    "rank": "3",
+    "errno": "111",
+    "interface": "eth0",
+    "collective": "ALLREDUCE",
+    "seqnum": "42",
+    "timeout_ms": "600000",
+    "host": "node1",
+    "address": "10.0.0.2:29500",
+    "device": "0",
+    "pid": "12345",
+    "signal": "9",
+    "exitcode": "1",
+    "int": "7",
+    "hex": "0x1f",
+    "pointer": "0x7f3a2c000b80",
+    "float": "1.5",
+    "str": "some value",
+}
+_TYPICAL_FALLBACKS = ("7", "1f", "0x7f3a2c000b80", "1.5", "x")  # for a conversion the type's value does not fit
+
+
+def example_line(entry: Entry) -> str:
+    """The entry's message as its program would print it, each field filled with a typical value of its type."""
+    out = []
+    for token in _tokens(entry):
+        if token.literal is not None:
+            out.append(token.literal)
+            continue
+        type_name = entry.fields[token.field][1] if token.field is not None and token.field < len(entry.fields) else "str"
+        value = TYPICAL.get(type_name, "some value")
+        if token.pattern and not re.fullmatch(token.pattern, value):
+            value = next(v for v in _TYPICAL_FALLBACKS if re.fullmatch(token.pattern, v))
+        out.append(value)
+    return "".join(out)
 
 
 def _typed(value: str, type_name: str) -> object:
@@ -224,15 +291,15 @@ class Catalogue:
             if entry.id in self.entries:
                 raise ValueError(f"duplicate catalogue id {entry.id}")
             self.entries[entry.id] = entry
-            compiled = _compile(entry)
-            if compiled is not None:
-                self._compiled.append(compiled)
-        # literal → [(compiled, None)] for whole matches, [(compiled, token index)] for fragment anchors
-        self._by_literal: dict[str, list[tuple[_Compiled, int | None]]] = {}
+            self._compiled.extend(_compile(entry))
+        # literal → what to try when a line holds it: ("whole", compiled, -1), or a fragment rule on a literal run:
+        # ("tail", compiled, token index) keyed by the run's last FRAGMENT_MIN characters, ("head", …) by its first.
+        self._by_literal: dict[str, list[tuple[str, _Compiled, int]]] = {}
         for compiled in self._compiled:
-            self._by_literal.setdefault(compiled.key, []).append((compiled, None))
-            for token_index, anchor in compiled.anchors:
-                self._by_literal.setdefault(anchor, []).append((compiled, token_index))
+            self._by_literal.setdefault(compiled.key, []).append(("whole", compiled, -1))
+            for token_index, text in compiled.runs:
+                self._by_literal.setdefault(text[-FRAGMENT_MIN:], []).append(("tail", compiled, token_index))
+                self._by_literal.setdefault(text[:FRAGMENT_MIN], []).append(("head", compiled, token_index))
         self._literals = sorted(self._by_literal)
         self._database = _hyperscan_database(tuple(self._literals)) if use_hyperscan and hyperscan is not None else None
 
@@ -289,57 +356,88 @@ class Catalogue:
         return self._match_norm(norm, offsets, self._present(norm.strip()))
 
     def _match_norm(self, norm: str, offsets: list[int] | None, literals: list[str]) -> list[Hit]:
-        whole: list[Hit] = []
-        fragments: list[Hit] = []
-        matched: set[str] = set()
-        candidates: list[tuple[_Compiled, int | None]] = []
-        for literal in literals:
-            candidates.extend(self._by_literal[literal])
-        for compiled, token_index in sorted(candidates, key=lambda c: (c[1] is not None, c[0].entry.id, c[1] or 0)):
-            entry = compiled.entry
-            if token_index is None:
-                if entry.id in matched:
-                    continue
+        order = {"whole": 0, "tail": 1, "head": 2}
+        candidates = sorted(
+            (c for literal in literals for c in self._by_literal[literal]),
+            key=lambda c: (order[c[0]], c[1].entry.id, c[1].part, c[2]),
+        )
+        hits: list[Hit] = []
+        matched: set[tuple[str, int]] = set()
+        for rule, compiled, token_index in candidates:
+            key = (compiled.entry.id, compiled.part)
+            if key in matched:
+                continue
+            if rule == "whole":
                 m = compiled.regex.search(norm)
-                if m:
-                    matched.add(entry.id)
-                    whole.append(self._hit(entry, m, offsets, fragment=False))
-            elif entry.id not in matched:
-                hit = self._fragment(compiled, token_index, norm, offsets)
-                if hit is not None:
-                    matched.add(entry.id)
-                    fragments.append(hit)
-        return sorted(whole, key=lambda h: (h.span, h.id)) + sorted(fragments, key=lambda h: (h.span, h.id))
+                hit = self._hit(compiled, m, offsets, None) if m else None
+            elif rule == "tail":
+                hit = self._tail(compiled, token_index, norm, offsets)
+            else:
+                hit = self._head(compiled, token_index, norm, offsets)
+            if hit is not None:
+                matched.add(key)
+                hits.append(hit)
+        return sorted(hits, key=lambda h: (h.fragment is not None, h.span, h.id, h.part))
 
-    def _fragment(self, compiled: _Compiled, token_index: int, norm: str, offsets: list[int] | None) -> Hit | None:
-        """The fragment rule: the line opens inside literal run `token_index` and the template's rest follows."""
+    def _tail(self, compiled: _Compiled, token_index: int, norm: str, offsets: list[int] | None) -> Hit | None:
+        """The line opens inside literal run `token_index`, holds its last FRAGMENT_MIN characters, and the rest follows."""
         run = _norm(compiled.tokens[token_index].literal or "")
-        anchor = run[-FRAGMENT_MIN:]
         start = len(norm) - len(norm.lstrip())
-        position = norm.find(anchor, start)
+        position = norm.find(run[-FRAGMENT_MIN:], start)
         if position < 0:
             return None
         opening = norm[start:position].rstrip()
         if opening and not run[:-FRAGMENT_MIN].rstrip().endswith(opening):
             return None
         m = compiled.tail_regex(token_index).match(norm, position)
-        if not m:
-            return None
-        return self._hit(compiled.entry, m, offsets, fragment=True, start=start)
+        return self._hit(compiled, m, offsets, "tail", start=start) if m else None
 
-    def _hit(self, entry: Entry, m: re.Match[str], offsets: list[int] | None, fragment: bool, start: int | None = None) -> Hit:
+    def _head(self, compiled: _Compiled, token_index: int, norm: str, offsets: list[int] | None) -> Hit | None:
+        """The line closes inside literal run `token_index` after its first FRAGMENT_MIN characters, the template's
+        beginning before it."""
+        run = _norm(compiled.tokens[token_index].literal or "")
+        stripped = norm.rstrip()
+        position = stripped.rfind(run[:FRAGMENT_MIN])
+        if position < 0 or not run.startswith(stripped[position:]):
+            return None
+        head = compiled.head_regex(token_index)
+        if head is None:
+            return self._hit(compiled, None, offsets, "head", start=position, end=len(stripped))
+        m = head.search(norm, 0, position)
+        return self._hit(compiled, m, offsets, "head", end=len(stripped)) if m else None
+
+    def _hit(
+        self,
+        compiled: _Compiled,
+        m: re.Match[str] | None,
+        offsets: list[int] | None,
+        fragment: str | None,
+        start: int | None = None,
+        end: int | None = None,
+    ) -> Hit:
+        entry = compiled.entry
         values: dict[str, object] = {}
-        for key, value in m.groupdict().items():
+        for key, value in (m.groupdict() if m else {}).items():
             if value is None:
                 continue
-            name, type_name = entry.fields[int(key[1:])] if int(key[1:]) < len(entry.fields) else (key, "str")
+            index = int(key[1:])
+            name, type_name = entry.fields[index] if index < len(entry.fields) else (key, "str")
             values[name] = _typed(value, type_name)
-        begin = m.start() if start is None else start
-        end = m.end()
+        begin = start if start is not None else m.start()
+        finish = end if end is not None else m.end()
         if offsets is not None:
-            begin, end = offsets[begin], offsets[end - 1] + 1 if end > begin else offsets[begin]
+            begin, finish = offsets[begin], (offsets[finish - 1] + 1 if finish > begin else offsets[begin])
         return Hit(
-            entry.id, entry.program, entry.meaning, entry.severity, values, entry.first, entry.last, (begin, end), fragment
+            entry.id,
+            entry.program,
+            entry.meaning,
+            entry.severity,
+            values,
+            entry.first,
+            entry.last,
+            (begin, finish),
+            fragment,
+            compiled.part,
         )
 
     def match_text(self, text: str) -> Iterator[tuple[int, list[Hit]]]:

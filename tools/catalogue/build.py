@@ -30,7 +30,7 @@ MIN_LITERAL = 3
 
 # printf conversions as C and Python print them; brace fields as str.format / f-strings / fmt print them.
 PRINTF_SPEC = re.compile(
-    r"%(?P<flags>[-+ #0]*)(?P<width>\d+|\*)?(?:\.(?P<prec>\d+|\*))?(?P<len>hh|h|ll|l|z|j|t|L|q)?(?P<conv>[diouxXeEfgGcsp%])"
+    r"%(?:\((?P<key>\w+)\))?(?P<flags>[-+ #0]*)(?P<width>\d+|\*)?(?:\.(?P<prec>\d+|\*))?(?P<len>hh|h|ll|l|z|j|t|L|q)?(?P<conv>[diouxXeEfgGcsp%])"
 )
 BRACE_SPEC = re.compile(r"\{\{|\}\}|\{(?P<name>[^{}]*)\}")
 
@@ -59,95 +59,102 @@ FIELD_TYPES: list[tuple[str, re.Pattern[str]]] = [
     ("device", re.compile(r"^(device|dev|cuda_?dev|gpu|device_?id|busid|bus_?id|cudadev)$", re.I)),
     ("pid", re.compile(r"^(pid|worker_?pid|process_?id)$", re.I)),
     ("signal", re.compile(r"^(signal|sig|signum|signal_?name)$", re.I)),
-    ("exitcode", re.compile(r"^(exitcode|exit_?code|returncode|return_?code|status)$", re.I)),
+    ("exitcode", re.compile(r"^(exitcode|exit_?code|returncode|return_?code)$", re.I)),
 ]
 
 # Meanings: the vocabulary FORMAT.md lists. Rules are tried in order on the template's text; the first match wins.
-# The scope is None (any), a program, or program:SEVERITY. Patterns are case-insensitive.
+# The scope is None (any), or '|'-separated programs or program:SEVERITY. Patterns are case-insensitive.
 MEANING_RULES: list[tuple[str, str | None, str]] = [
     (
         "watchdog.timeout",
         None,
-        r"Watchdog caught collective operation timeout|timed out in blocking wait|ran for .* milliseconds before timing out|milliseconds before timing out",
+        r"Watchdog caught collective operation timeout|timed out in blocking wait|milliseconds before timing out|Timeout at NCCL work",
     ),
     ("watchdog.heartbeat", None, r"watchdog got stuck|heart ?beat monitor|heartbeat|watchdog hang"),
     ("flight_recorder.dump", None, r"flight.?recorder|dump(ing)? (nccl trace|debug info)|NCCLPG debug info|dump signal"),
     (
         "watchdog.exception",
         None,
-        r"watchdog thread terminated with exception|Exception \(either an error or timeout\) detected by watchdog|Some NCCL operations have failed or timed out|taking the entire process down",
+        r"watchdog thread terminated with exception|detected by watchdog|Some NCCL operations have failed or timed out|taking the entire process down|NCCL communicator encountered error|raised the following async exception",
     ),
+    ("barrier.timeout", None, r"failed to pass monitoredBarrier|store based barrier|store_based_barrier|barrier .*timed out"),
     (
         "collective.mismatch",
         None,
-        r"mismatch between collectives|Detected mismatch|collectives? .*(do not|don't|does not) match|Mismatched NCCL version|mismatch in info from procs|different (op|collective)|CollectiveFingerPrint|Expected collective|inconsistent",
+        r"mismatch between collectives|Detected mismatch between|CollectiveFingerPrint|collectives? .*(do not|don't|does not) match",
     ),
-    ("gloo.timeout", "torch", r"^Timed out waiting|ms for (recv|send) operation to complete|Timed out waiting .*for (recv|send)"),
+    ("config.mismatch", None, r"Mismatched NCCL version|mismatch in info from procs|mismatchs? with NCCL device|inconsistent"),
+    ("nccl.version", "nccl", r"^NCCL version|^cudaDriverVersion|version %d"),
+    (
+        "nccl.interface",
+        "nccl",
+        r"Using( network| interface)?\b.*%s|Bootstrap : Using|NET/Socket : Using|NET/IB : Using|No usable listening interface|no socket interface|interfaces found",
+    ),
+    ("gloo.timeout", "torch", r"^Timed out waiting|ms for (recv|send) operation to complete"),
     (
         "socket.connection_closed",
         None,
-        r"Connection closed by (peer|remote)|Connection reset by peer|remote process exited|Broken pipe|peer .*(closed|disconnected)|closed the connection|unexpected EOF|Connection closed",
+        r"Connection closed by (peer|remote)|Connection reset by peer|remote process exited|Broken pipe|closed the connection|unexpected EOF|Connection closed|Socket closed|peer .*(closed|disconnected)",
     ),
+    ("socket.listen_failed", None, r"failed to listen|failed to bind|Address already in use|EADDRINUSE"),
     (
         "socket.connect_failed",
         None,
-        r"connect(ion)? (to .*)?(failed|refused|timed out|error)|failed to connect|Connect to .* failed|could not connect|Connection refused|retrying connect|socketConnect|connect.*retr(y|ies)|No route to host",
+        r"connect(ion)? (to .*)?(failed|refused|timed out|error)|failed to connect|Connect to .* failed|could not connect|Connection refused|retrying connect|connect.*retr(y|ies)|No route to host|connectFullMesh",
     ),
     (
         "store.timeout",
         None,
-        r"(TCPStore|store|key).*(time[d ]?out|Timeout)|(timed out|timeout).*(store|key|barrier)|Socket Timeout|wait timeout after|client socket has timed out",
+        r"(TCPStore|store|key)\b.*(time[d ]?out|Timeout)|(timed out|timeout)\b.*\b(store|key)|Socket Timeout|wait timeout after|client socket has timed out",
     ),
-    ("store.error", None, r"TCPStore|store_based_barrier|c10d store|key-value store|store server|HashStore"),
-    ("nccl.version", "nccl", r"^NCCL version|^cudaDriverVersion|NCCL_VERSION|version %d"),
-    (
-        "nccl.interface",
-        "nccl",
-        r"Using( network| interface)?\b.*%s|Bootstrap : Using|NET/Socket : Using|NET/IB : Using|No usable listening interface|no socket interface",
-    ),
-    (
-        "ib.completion_error",
-        "nccl",
-        r"Got completion|completion with error|wc status|ibv_poll_cq|NET/IB.*error|IB.*(failed|error)|ibv_",
-    ),
-    ("net.error", "nccl:WARN", r"^NET/|Net ?:|Network|NET/Plugin|Failed to open libnccl-net|socket.* error|Call to (recv|send)"),
+    ("store.error", None, r"TCPStore|c10d store|key-value store|store server|HashStore|\bstore\b"),
+    ("ib.completion_error", "nccl", r"Got completion|completion with error|wc\.status|wc->status|ibv_poll_cq"),
+    ("ib.error", "nccl:WARN", r"NET/IB|ibv_|\bIB\b|RoCE|\bGID\b"),
+    ("net.error", "nccl:WARN", r"^NET/|Net ?:|NET/Plugin|libnccl-net|socket|Call to (recv|send)|Proxy"),
     ("nccl.remote_error", None, r"ncclRemoteError|Remote error|remote (process|peer)"),
     ("nccl.system_error", None, r"ncclSystemError|System call|Call to .* failed|failed with error|unhandled system error"),
     (
         "nccl.invalid_usage",
         None,
-        r"ncclInvalidUsage|ncclInvalidArgument|invalid usage|Invalid (argument|rank|root|type|operation|value|communicator)|Duplicate GPU|not a valid|must be called|is not supported|mismatchs? with NCCL device",
+        r"ncclInvalidUsage|ncclInvalidArgument|invalid usage|Invalid (argument|rank|root|type|operation|value|communicator)|Duplicate GPU|not a valid|must be called",
+    ),
+    ("gpu.lost", None, r"fallen off the bus|GPU is lost|ECC error|uncorrectable|\bXid\b|NVML_ERROR_GPU_IS_LOST"),
+    ("cuda.oom", None, r"out of memory|CUDA_ERROR_OUT_OF_MEMORY"),
+    (
+        "cuda.error",
+        None,
+        r"CUDA error|Cuda failure|cudaError|CUDA driver|unspecified launch failure|illegal memory access|device-side assert|no CUDA-capable device|CUDA kernel errors",
     ),
     (
-        "gpu.lost",
-        None,
-        r"fallen off the bus|GPU is lost|ECC error|uncorrectable|unspecified launch failure|illegal memory access|Xid|device-side assert|CUDA driver version|no CUDA-capable device|cudaError|CUDA error|Cuda failure|Cuda failure '%s'",
+        "dataloader.worker_killed",
+        "torch|deepspeed",
+        r"DataLoader worker .*(killed|exited unexpectedly)|bus error|shared memory|\bshm\b",
     ),
-    ("cuda.oom", None, r"out of memory|Failed to allocate|CUDA_ERROR_OUT_OF_MEMORY|cudaMalloc"),
+    ("dataloader.timeout", "torch", r"DataLoader timed out"),
     (
         "process.killed",
         None,
-        r"killed by signal|terminated with signal|SIGKILL|SIGTERM|Signals\.|received signal|killed|exited unexpectedly|bus error|signal",
+        r"killed by signal|terminated with signal|SIGKILL|got signal|received signal|death signal|exited unexpectedly|\bKilled\b",
     ),
+    ("process.stopping", "torch|deepspeed", r"closing signal|Stopping worker group|shutting down workers|Killing subprocess"),
     (
         "process.failed",
         None,
-        r"failed \(exitcode|exitcode|exit code|ChildFailedError|process .* exited|worker group failed|has failed|terminated with exit code",
+        r"failed \(exitcode|exitcode|exit code|return code|ChildFailedError|worker group failed|terminated with exit code|error file",
     ),
-    ("dataloader.timeout", "torch", r"DataLoader timed out"),
-    ("rendezvous.timeout", "torch", r"rendezvous.*(timed out|timeout)|(timed out|timeout).*rendezvous"),
-    ("rendezvous.error", "torch", r"rendezvous|Rendezvous|RendezvousClosedError|rdzv"),
-    ("elastic.restart", "torch", r"restart|Restarting|max_restarts"),
+    ("rendezvous.timeout", "torch|deepspeed", r"rendezvous.*(timed out|timeout)|(timed out|timeout).*rendezvous"),
+    ("rendezvous.error", "torch|deepspeed", r"rendezvous|RendezvousClosedError|rdzv"),
+    ("elastic.restart", "torch|deepspeed", r"restart|max_restarts"),
     (
         "build.failed",
-        "torch",
-        r"Error building extension|ninja|compil|nvcc|linker|\.so: cannot|Error checking compiler|g\+\+|build",
+        "torch|deepspeed",
+        r"Error building extension|ninja|compil|nvcc|linker|Error checking compiler|\bg\+\+|build",
     ),
-    ("build.lock_wait", "torch", r"lock|baton"),
+    ("build.lock_wait", "torch|deepspeed", r"\block\b|baton"),
     (
         "nccl.init",
         "nccl",
-        r"Init COMPLETE|comm %p rank %d|ncclCommInitRank|Channel %|Trees|Ring|Setting affinity|Connected all|NVLS|topology|CollNet",
+        r"Init COMPLETE|comm %p rank %d|ncclCommInitRank|Channel %|Trees|Ring|Setting affinity|Connected all|NVLS|topology|CollNet|CUDA Dev",
     ),
     ("timeout.other", None, r"timed out|timeout"),
 ]
@@ -161,6 +168,15 @@ class Entry:
     template: str
     severity: str
     rows: list[HarvestRow] = field(default_factory=list)
+
+
+def piece_style(text: str) -> str:
+    """A binary string that is itself a whole format (fmt's `{}`, printf's `%s`) is matched as one; others are pieces."""
+    if re.search(r"\{(:[^{}]*)?\}", text):
+        return "brace"
+    if "{" not in text and re.search(r"%(-?\d+)?(\.\d+)?(l|ll|z)?[sdufx]", text):
+        return "printf"
+    return "pieces"
 
 
 def literal_runs(style: str, template: str) -> list[str]:
@@ -212,7 +228,7 @@ def fields_of(style: str, template: str) -> list[dict[str, str]]:
         if style == "printf":
             conv = m.group("conv")
             before = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", PRINTF_SPEC.sub(" ", template[: m.start()])[-40:])
-            name = before[-1] if before else "value"
+            name = m.group("key") or (before[-1] if before else "value")
         else:
             conv = None
             raw = m.group("name")
@@ -231,7 +247,7 @@ def fields_of(style: str, template: str) -> list[dict[str, str]]:
 
 def meaning_of(program: str, severity: str, template: str) -> str:
     for meaning, only, pattern in _MEANINGS:
-        if only is not None and only not in (program, f"{program}:{severity}"):
+        if only is not None and not {program, f"{program}:{severity}"} & set(only.split("|")):
             continue
         if pattern.search(template):
             return meaning
@@ -258,14 +274,12 @@ def build_program(program: str, rows: list[HarvestRow]) -> str:
     entries: dict[tuple[str, str, str], Entry] = {}
     for row in sorted(rows, key=lambda r: (release_key(r.release), r.file, r.line)):
         severity = SEVERITIES.get(row.severity, row.severity)
+        style = piece_style(row.format) if row.style == "pieces" else row.style
         template = row.format.strip() if row.style == "pieces" else row.format
-        if (
-            sum(len(r.strip()) for r in literal_runs(row.style, template)) < MIN_LITERAL
-            or len(longest_literal(row.style, template)) < 2
-        ):
+        if sum(len(r.strip()) for r in literal_runs(style, template)) < MIN_LITERAL or len(longest_literal(style, template)) < 2:
             continue
-        key = (row.style, template, severity)
-        entries.setdefault(key, Entry(program, row.style, template, severity)).rows.append(row)
+        key = (style, template, severity)
+        entries.setdefault(key, Entry(program, style, template, severity)).rows.append(row)
     ordered = sorted(entries.values(), key=lambda e: (release_key(e.rows[0].release), e.template, e.style, e.severity))
     out_entries = []
     ids: dict[str, int] = {}

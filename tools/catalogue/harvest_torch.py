@@ -34,12 +34,15 @@ PY_WARN_ONLY = re.compile(
     r"^torch/(utils/data/.*|utils/cpp_extension\.py|utils/file_baton\.py|multiprocessing/.*|distributed/utils\.py)$"
 )
 
-LIBRARIES = ("libtorch_cpu.so", "libtorch_cuda.so", "libtorch_cuda_cpp.so", "libc10_cuda.so")
+LIBRARIES = ("libtorch_cpu.so", "libtorch_cuda.so", "libtorch_cuda_cpp.so", "libc10_cuda.so", "libc10.so")
 SOURCE_PATH = re.compile(r"^(?:\.\./|/\S*?/)?((?:torch|third_party|c10|aten|caffe2)/[\w./+-]+\.(?:cpp|cc|c|h|hpp|cu|cuh))$")
-KEEP_REGION = re.compile(r"(distributed/c10d/|third_party/gloo/|c10/cuda/)")
+KEEP_REGION = re.compile(r"(distributed/c10d/|third_party/gloo/|c10/cuda/|c10/util/(Exception|Backtrace|Logging)\.cpp)")
 MANGLED = re.compile(r"^(_Z|N\d|St\d|\*N|PF|FS|ZN|_GLOBAL__)")
 MIN_PIECE = 12
 HEADER_SUFFIXES = (".h", ".hpp", ".cuh")
+# A region ends this many table entries after its path even when no other path follows (the last object file of a
+# library is followed by data such as CUDA fat binaries, whose bytes read as strings).
+MAX_REGION = 2000
 
 
 def wheel_release(path: Path) -> str:
@@ -55,7 +58,8 @@ def python_rows(wheel: zipfile.ZipFile, release: str, source: str) -> list[Harve
         if not keep_info and not PY_WARN_ONLY.match(name):
             continue
         text = wheel.read(name).decode("utf-8", "replace")
-        for msg in python_messages(text, keep_info=keep_info):
+        module = name[: -len(".py")].removesuffix("/__init__").replace("/", ".")
+        for msg in python_messages(text, keep_info=keep_info, module=module):
             rows.append(HarvestRow(release, name, msg.line, msg.severity, msg.style, source, msg.format))
     return rows
 
@@ -67,7 +71,8 @@ def is_message_piece(text: str) -> bool:
     if "INTERNAL ASSERT FAILED" in text or "please report a bug to PyTorch" in text:
         return False
     words = re.findall(r"[A-Za-z]{2,}", text)
-    return len(words) >= 2 and " " in text.strip()
+    readable = sum(ch.isalnum() or ch in " .,:;'()[]{}%=_-/<>" for ch in text) / len(text)
+    return len(words) >= 2 and " " in text.strip() and readable >= 0.9 and text.lstrip()[:1] != '"'
 
 
 def library_rows(wheel_path: Path, member: str, release: str) -> list[HarvestRow]:
@@ -77,6 +82,7 @@ def library_rows(wheel_path: Path, member: str, release: str) -> list[HarvestRow
     unzip.stdout.close()
     rows = []
     current: str | None = None
+    current_at = 0
     library = member.rsplit("/", 1)[-1]
     index = 0
     for raw in strings.stdout:
@@ -85,9 +91,9 @@ def library_rows(wheel_path: Path, member: str, release: str) -> list[HarvestRow
         m = SOURCE_PATH.match(text)
         if m:
             if not m.group(1).endswith(HEADER_SUFFIXES):  # a header's literals sit inside the including file's
-                current = m.group(1)
+                current, current_at = m.group(1), index
             continue
-        if current and KEEP_REGION.search(current) and is_message_piece(text):
+        if current and index - current_at <= MAX_REGION and KEEP_REGION.search(current) and is_message_piece(text):
             # the line column holds the string's rank in the table: stable for a given binary, and it keeps order
             rows.append(HarvestRow(release, f"{library}#{current}", index, "unknown", "pieces", wheel_path.name, text))
     strings.wait()

@@ -110,14 +110,22 @@ def _callee(func: ast.AST) -> tuple[str, str] | None:
     return None
 
 
-def python_messages(source: str, keep_info: bool) -> list[PyMessage]:
-    """Every message the module can print through logging, warnings, or an exception it raises."""
+def python_messages(source: str, keep_info: bool, module: str | None = None) -> list[PyMessage]:
+    """Every message the module can print through logging, warnings, or an exception it raises; with `module`, also
+    the `module.Class:` head a traceback prints for each exception class the module defines."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return []
     out: list[PyMessage] = []
     for node in ast.walk(tree):
+        if (
+            module
+            and isinstance(node, ast.ClassDef)
+            and any(re.search(r"(Error|Exception)$", ast.unparse(b)) for b in node.bases)
+        ):
+            out.append(PyMessage(node.lineno, "RAISE", "brace", f"{module}.{node.name}:"))
+            continue
         if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
             found = _message(node.exc.args[0], lazy_args=False)
             if found:
@@ -133,7 +141,11 @@ def python_messages(source: str, keep_info: bool) -> list[PyMessage]:
             found = _message(node.args[0], lazy_args=False)
             if found:
                 out.append(PyMessage(node.lineno, "WARNING", *found))
-        elif method in LOG_METHODS and (LOGGER_NAME.search(receiver) or receiver in ("get_logger", "getLogger")):
+        elif method in LOG_METHODS and (
+            LOGGER_NAME.search(receiver)
+            or receiver in ("get_logger", "getLogger")
+            or (receiver == "self" and method == "warning")
+        ):  # self.warning: DeepSpeed's op builders print their warnings through a method of that name
             severity = LOG_METHODS[method]
             if severity == "DEBUG" or (severity == "INFO" and not keep_info):
                 continue
