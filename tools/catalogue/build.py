@@ -170,6 +170,13 @@ class Entry:
     rows: list[HarvestRow] = field(default_factory=list)
 
 
+# Library strings that are no message: operator schemas ("allreduce_(Tensor[] tensors, …) -> …") and compiler-made
+# function signatures (__PRETTY_FUNCTION__: "constexpr c10::… [with T = …]").
+NOT_A_MESSAGE = re.compile(
+    r"\) -> |Tensor\[\]|Tensor\(a|^\w+\(Tensor|^(constexpr|static|virtual|inline) |\[with \w+ = |^[\w:<>]+ c10::"
+)
+
+
 def piece_style(text: str) -> str:
     """A binary string that is itself a whole format (fmt's `{}`, printf's `%s`) is matched as one; others are pieces."""
     if re.search(r"\{(:[^{}]*)?\}", text):
@@ -274,6 +281,8 @@ def build_program(program: str, rows: list[HarvestRow]) -> str:
     entries: dict[tuple[str, str, str], Entry] = {}
     for row in sorted(rows, key=lambda r: (release_key(r.release), r.file, r.line)):
         severity = SEVERITIES.get(row.severity, row.severity)
+        if row.style == "pieces" and NOT_A_MESSAGE.search(row.format):
+            continue
         style = piece_style(row.format) if row.style == "pieces" else row.style
         template = row.format.strip() if row.style == "pieces" else row.format
         if sum(len(r.strip()) for r in literal_runs(style, template)) < MIN_LITERAL or len(longest_literal(style, template)) < 2:
