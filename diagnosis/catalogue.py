@@ -8,8 +8,8 @@ format field a capture group typed by the catalogue (an int field captures digit
 Matching rules (FORMAT.md repeats them):
 - Whole: a template matches a line when it appears anywhere in it, so launcher, container and NCCL prefixes before it
   (`[rank3]:[E1128 ...] `, `host:1:2 [0] NCCL WARN `) do not matter.
-- Lines: a template that spans lines is matched line by line (a hit's `part`); lines with under 3 literal
-  characters are not matched.
+- Lines: a template that spans lines is matched line by line (a hit's `part`); its first line needs 3 literal
+  characters, the others 12.
 - Fragments of hard-wrapped lines, for literal runs of at least FRAGMENT_MIN characters: "tail" when the line,
   after leading whitespace, opens inside such a run, holds at least its last FRAGMENT_MIN characters, and the rest
   of the template follows; "head" when the template's beginning is in the line and the line closes inside such a
@@ -167,7 +167,8 @@ def _norm(text: str) -> str:
 
 
 def _parts(tokens: list[_Token]) -> list[list[_Token]]:
-    """The template's lines (a log line holds one), each with at least 3 literal characters."""
+    """The template's lines (a log line holds one): the first when it has at least 3 literal characters, the others
+    at least 12 (a help text's short lines, "  Host: %s", would match too much)."""
     parts: list[list[_Token]] = [[]]
     for token in tokens:
         if token.literal is None or "\n" not in token.literal:
@@ -179,7 +180,9 @@ def _parts(tokens: list[_Token]) -> list[list[_Token]]:
                 parts.append([])
             if text:
                 parts[-1].append(_Token(literal=text))
-    return [p for p in parts if sum(len(_norm(t.literal)) for t in p if t.literal is not None) >= 3]
+    return [
+        p for i, p in enumerate(parts) if sum(len(_norm(t.literal)) for t in p if t.literal is not None) >= (3 if i == 0 else 12)
+    ]
 
 
 @dataclass

@@ -241,3 +241,21 @@ def test_torchrun_child_failure_gives_exitcode_and_rank(catalogue: Catalogue) ->
     )
     hit = next(h for h in catalogue.match(line) if h.meaning == "process.failed")
     assert hit.fields["exitcode"] == -9 and hit.fields["local_rank"] == 2 and hit.fields["pid"] == 29736
+
+
+# --- Open MPI -----------------------------------------------------------------------------------------------------------
+
+
+def test_mpirun_process_killed_by_signal(catalogue: Catalogue) -> None:
+    line = "mpirun noticed that process rank 7 with PID 40210 on node node17 exited on signal 9 (Killed)."
+    hit = next(h for h in catalogue.match(line) if h.program == "openmpi" and h.meaning == "process.killed")
+    assert hit.fields["rank"] == 7 and hit.fields["PID"] == 40210 and hit.fields["signal"] == 9
+    assert hit.fields["value"] == "mpirun"
+
+
+def test_a_help_text_is_matched_line_by_line(catalogue: Catalogue) -> None:
+    """opal_show_help prints a section as its file holds it; each line of it is recognised, with its part."""
+    daemon = [h for h in catalogue.match("ORTE has lost communication with a remote daemon.") if h.meaning == "mpi.daemon_lost"]
+    assert daemon and daemon[0].part == 0
+    later = [h for h in catalogue.match("therefore will terminate the job.") if h.id == daemon[0].id]
+    assert later and later[0].part > 0

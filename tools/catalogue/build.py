@@ -67,14 +67,14 @@ FIELD_TYPES: list[tuple[str, re.Pattern[str]]] = [
 MEANING_RULES: list[tuple[str, str | None, str]] = [
     (
         "watchdog.timeout",
-        None,
+        "torch",
         r"Watchdog caught collective operation timeout|timed out in blocking wait|milliseconds before timing out|Timeout at NCCL work",
     ),
-    ("watchdog.heartbeat", None, r"watchdog got stuck|heart ?beat monitor|heartbeat|watchdog hang"),
-    ("flight_recorder.dump", None, r"flight.?recorder|dump(ing)? (nccl trace|debug info)|NCCLPG debug info|dump signal"),
+    ("watchdog.heartbeat", "torch", r"watchdog got stuck|heart ?beat monitor|heartbeat|watchdog hang"),
+    ("flight_recorder.dump", "torch", r"flight.?recorder|dump(ing)? (nccl trace|debug info)|NCCLPG debug info|dump signal"),
     (
         "watchdog.exception",
-        None,
+        "torch",
         r"watchdog thread terminated with exception|detected by watchdog|Some NCCL operations have failed or timed out|taking the entire process down|NCCL communicator encountered error|raised the following async exception",
     ),
     ("barrier.timeout", None, r"failed to pass monitoredBarrier|store based barrier|store_based_barrier|barrier .*timed out"),
@@ -111,11 +111,15 @@ MEANING_RULES: list[tuple[str, str | None, str]] = [
     ("ib.completion_error", "nccl", r"Got completion|completion with error|wc\.status|wc->status|ibv_poll_cq"),
     ("ib.error", "nccl:WARN", r"NET/IB|ibv_|\bIB\b|RoCE|\bGID\b"),
     ("net.error", "nccl:WARN", r"^NET/|Net ?:|NET/Plugin|libnccl-net|socket|Call to (recv|send)|Proxy"),
-    ("nccl.remote_error", None, r"ncclRemoteError|Remote error|remote (process|peer)"),
-    ("nccl.system_error", None, r"ncclSystemError|System call|Call to .* failed|failed with error|unhandled system error"),
+    ("nccl.remote_error", "nccl|torch", r"ncclRemoteError|Remote error|remote (process|peer)"),
+    (
+        "nccl.system_error",
+        "nccl|torch",
+        r"ncclSystemError|System call|Call to .* failed|failed with error|unhandled system error",
+    ),
     (
         "nccl.invalid_usage",
-        None,
+        "nccl|torch",
         r"ncclInvalidUsage|ncclInvalidArgument|invalid usage|Invalid (argument|rank|root|type|operation|value|communicator)|Duplicate GPU|not a valid|must be called",
     ),
     ("gpu.lost", None, r"fallen off the bus|GPU is lost|ECC error|uncorrectable|\bXid\b|NVML_ERROR_GPU_IS_LOST"),
@@ -126,6 +130,11 @@ MEANING_RULES: list[tuple[str, str | None, str]] = [
         r"CUDA error|Cuda failure|cudaError|CUDA driver|unspecified launch failure|illegal memory access|device-side assert|no CUDA-capable device|CUDA kernel errors",
     ),
     (
+        "mpi.daemon_lost",
+        "openmpi",
+        r"lost communication with a remote daemon|daemon .*(died|failed|lost)|unable to reach|orted .*(failed|died)",
+    ),
+    (
         "dataloader.worker_killed",
         "torch|deepspeed",
         r"DataLoader worker .*(killed|exited unexpectedly)|bus error|shared memory|\bshm\b",
@@ -134,13 +143,13 @@ MEANING_RULES: list[tuple[str, str | None, str]] = [
     (
         "process.killed",
         None,
-        r"killed by signal|terminated with signal|SIGKILL|got signal|received signal|death signal|exited unexpectedly|\bKilled\b",
+        r"exited on signal|killed by signal|terminated with signal|SIGKILL|got signal|received signal|death signal|exited unexpectedly|\bKilled\b",
     ),
     ("process.stopping", "torch|deepspeed", r"closing signal|Stopping worker group|shutting down workers|Killing subprocess"),
     (
         "process.failed",
         None,
-        r"failed \(exitcode|exitcode|exit code|return code|ChildFailedError|worker group failed|terminated with exit code|error file",
+        r"failed \(exitcode|exitcode|exit code|return code|MPI_ABORT|non-zero status|ChildFailedError|worker group failed|terminated with exit code|error file",
     ),
     ("rendezvous.timeout", "torch|deepspeed", r"rendezvous.*(timed out|timeout)|(timed out|timeout).*rendezvous"),
     ("rendezvous.error", "torch|deepspeed", r"rendezvous|RendezvousClosedError|rdzv"),
