@@ -259,3 +259,19 @@ def test_a_help_text_is_matched_line_by_line(catalogue: Catalogue) -> None:
     assert daemon and daemon[0].part == 0
     later = [h for h in catalogue.match("therefore will terminate the job.") if h.id == daemon[0].id]
     assert later and later[0].part > 0
+
+
+# --- loading ------------------------------------------------------------------------------------------------------------
+
+
+def test_a_cached_load_matches_as_the_files_do(catalogue: Catalogue, tmp_path: Path) -> None:
+    line = (
+        "node2:1:2 [1] NCCL WARN NET/IB : Got completion from peer 10.0.0.9<51234> with error 12, opcode 0, len 0, vendor err 129"
+    )
+    first = Catalogue.load(programs=["nccl"], cache_dir=tmp_path)
+    assert sorted(p.suffix for p in tmp_path.iterdir()) in ([".hs", ".json"], [".json"])
+    again = Catalogue.load(programs=["nccl"], cache_dir=tmp_path)
+    assert again.match(line) == first.match(line) == [h for h in catalogue.match(line) if h.program == "nccl"]
+    for path in tmp_path.iterdir():  # a damaged cache is read from the files again
+        path.write_bytes(b"\0garbage")
+    assert Catalogue.load(programs=["nccl"], cache_dir=tmp_path).match(line) == first.match(line)
