@@ -202,6 +202,10 @@ class _Compiled:
     runs: list[tuple[int, str]] = field(default_factory=list)  # (token index, normalised text) of runs >= FRAGMENT_MIN
 
     @functools.cached_property
+    def run_text(self) -> dict[int, str]:
+        return dict(self.runs)
+
+    @functools.cached_property
     def regex(self) -> re.Pattern[str]:
         return re.compile(_tokens_regex(self.tokens), re.S)
 
@@ -274,7 +278,7 @@ def example_line(entry: Entry) -> str:
 
 def _typed(value: str, type_name: str) -> object:
     value = value.strip()
-    if type_name in INT_TYPES and re.fullmatch(r"[-+]?\d+", value):
+    if type_name in INT_TYPES and value.isascii() and value.lstrip("+-").isdigit() and len(value) - len(value.lstrip("+-")) <= 1:
         return int(value)
     if type_name == "hex" and re.fullmatch(r"(?:0[xX])?[0-9a-fA-F]+", value):
         return int(value, 16)
@@ -423,7 +427,7 @@ class Catalogue:
 
     def _tail(self, compiled: _Compiled, token_index: int, norm: str, offsets: list[int] | None) -> Hit | None:
         """The line opens inside literal run `token_index`, holds its last FRAGMENT_MIN characters, and the rest follows."""
-        run = _norm(compiled.tokens[token_index].literal or "")
+        run = compiled.run_text[token_index]
         start = len(norm) - len(norm.lstrip())
         position = norm.find(run[-FRAGMENT_MIN:], start)
         if position < 0:
@@ -437,7 +441,7 @@ class Catalogue:
     def _head(self, compiled: _Compiled, token_index: int, norm: str, offsets: list[int] | None) -> Hit | None:
         """The line closes inside literal run `token_index` after its first FRAGMENT_MIN characters, the template's
         beginning before it."""
-        run = _norm(compiled.tokens[token_index].literal or "")
+        run = compiled.run_text[token_index]
         stripped = norm.rstrip()
         position = stripped.rfind(run[:FRAGMENT_MIN])
         if position < 0 or not run.startswith(stripped[position:]):
