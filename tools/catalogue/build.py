@@ -81,9 +81,13 @@ MEANING_RULES: list[tuple[str, str | None, str]] = [
     (
         "collective.mismatch",
         None,
-        r"mismatch between collectives|Detected mismatch between|CollectiveFingerPrint|collectives? .*(do not|don't|does not) match",
+        r"mismatch between collectives|Detected mismatch between|CollectiveFingerPrint|collectives? .*(do not|don't|does not) match|collective mismatch",
     ),
-    ("config.mismatch", None, r"Mismatched NCCL version|mismatch in info from procs|mismatchs? with NCCL device|inconsistent"),
+    (
+        "config.mismatch",
+        None,
+        r"Mismatched NCCL version|version mismatch|mismatch in info from procs|mismatchs? with NCCL device|inconsistent",
+    ),
     ("nccl.version", "nccl", r"^NCCL version|^cudaDriverVersion|version %d"),
     (
         "nccl.interface",
@@ -96,18 +100,22 @@ MEANING_RULES: list[tuple[str, str | None, str]] = [
         None,
         r"Connection closed by (peer|remote)|Connection reset by peer|remote process exited|Broken pipe|closed the connection|unexpected EOF|Connection closed|Socket closed|peer .*(closed|disconnected)",
     ),
-    ("socket.listen_failed", None, r"failed to listen|failed to bind|Address already in use|EADDRINUSE"),
+    (
+        "socket.listen_failed",
+        None,
+        r"failed to listen|(failed to|cannot|could not) bind (to )?(a |the )?(socket|port|address|ip|any)|Address already in use|EADDRINUSE",
+    ),
     (
         "socket.connect_failed",
         None,
-        r"connect(ion)? (to .*)?(failed|refused|timed out|error)|failed to connect|Connect to .* failed|could not connect|Connection refused|retrying connect|connect.*retr(y|ies)|No route to host|connectFullMesh",
+        r"connect(ion)? (to .*)?(failed|refused|timed out|error)|failed to connect|Connect to .* failed|could not connect|Connection refused|retrying connect|connect.*retr(y|ies)|Connect: exceeded|No route to host|connectFullMesh",
     ),
     (
         "store.timeout",
         None,
         r"(TCPStore|store|key)\b.*(time[d ]?out|Timeout)|(timed out|timeout)\b.*\b(store|key)|Socket Timeout|wait timeout after|client socket has timed out",
     ),
-    ("store.error", None, r"TCPStore|c10d store|key-value store|store server|HashStore|\bstore\b"),
+    ("store.error", "torch|deepspeed", r"TCPStore|c10d store|key-value store|store server|HashStore|\bstore\b"),
     ("ib.completion_error", "nccl", r"Got completion|completion with error|wc\.status|wc->status|ibv_poll_cq"),
     ("ib.error", "nccl:WARN", r"NET/IB|ibv_|\bIB\b|RoCE|\bGID\b"),
     ("net.error", "nccl:WARN", r"^NET/|Net ?:|NET/Plugin|libnccl-net|socket|Call to (recv|send)|Proxy"),
@@ -139,6 +147,7 @@ MEANING_RULES: list[tuple[str, str | None, str]] = [
         "torch|deepspeed",
         r"DataLoader worker .*(killed|exited unexpectedly)|bus error|shared memory|\bshm\b",
     ),
+    ("shm.error", None, r"shared memory|/dev/shm|\bshm_open|posix_fallocate"),
     ("dataloader.timeout", "torch", r"DataLoader timed out"),
     (
         "process.killed",
