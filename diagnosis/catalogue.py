@@ -13,7 +13,9 @@ Matching rules (FORMAT.md repeats them):
 - Fragments of hard-wrapped lines, for literal runs of at least FRAGMENT_MIN characters: "tail" when the line,
   after leading whitespace, opens inside such a run, holds at least its last FRAGMENT_MIN characters, and the rest
   of the template follows; "head" when the template's beginning is in the line and the line closes inside such a
-  run after at least its first FRAGMENT_MIN characters. Only the fields inside the fragment are captured.
+  run after at least its first FRAGMENT_MIN characters, or closes inside any later literal run once the line holds
+  the template's beginning with its required literal and at least FRAGMENT_MIN literal characters. Only the fields
+  inside the fragment are captured.
 - Speed: every template has a required literal (its longest literal run; for fragments, the anchor), and one
   Hyperscan pass per line (or per text, in `match_text`) says which literals occur; only those templates' regexes
   run. Without hyperscan the same literals are looked for with `in`, slower but with the same answers.
@@ -168,6 +170,12 @@ def _tokens_regex(tokens: list[_Token]) -> str:
     return "".join(pieces)
 
 
+def _prefix_regex(text: str) -> str:
+    """A regex for any non-empty prefix of the text, whitespace runs matching whitespace runs."""
+    pieces = [r"\s+" if ch == " " else re.escape(ch) for ch in text]
+    return pieces[0] + "".join(f"(?:{p}" for p in pieces[1:]) + ")?" * (len(pieces) - 1)
+
+
 def _norm(text: str) -> str:
     return _WS.sub(" ", text).strip()
 
@@ -216,6 +224,17 @@ class _Compiled:
             anchor = _norm(self.tokens[token_index].literal or "")[-FRAGMENT_MIN:]
             rest = self.tokens[token_index + 1 :]
             cache[token_index] = re.compile(_tokens_regex([_Token(literal=anchor)] + rest), re.S)
+        return cache[token_index]
+
+    def cut_regex(self, token_index: int) -> re.Pattern[str]:
+        """The template up to literal run `token_index`, then what is left of the line (group `cut`)."""
+        cache = self.__dict__.setdefault("_cuts", {})
+        if token_index not in cache:
+            run = _norm(self.tokens[token_index].literal or "")
+            leading = r"\s*" if (self.tokens[token_index].literal or "")[:1].isspace() else ""
+            cache[token_index] = re.compile(
+                _tokens_regex(self.tokens[:token_index]) + leading + f"(?P<cut>{_prefix_regex(run)})\\s*\\Z", re.S
+            )
         return cache[token_index]
 
     def head_regex(self, token_index: int) -> re.Pattern[str] | None:
@@ -415,7 +434,7 @@ class Catalogue:
                 continue
             if rule == "whole":
                 m = compiled.regex.search(norm)
-                hit = self._hit(compiled, m, offsets, None) if m else None
+                hit = self._hit(compiled, m, offsets, None) if m else self._cut(compiled, norm, offsets)
             elif rule == "tail":
                 hit = self._tail(compiled, token_index, norm, offsets)
             else:
@@ -437,6 +456,22 @@ class Catalogue:
             return None
         m = compiled.tail_regex(token_index).match(norm, position)
         return self._hit(compiled, m, offsets, "tail", start=start) if m else None
+
+    def _cut(self, compiled: _Compiled, norm: str, offsets: list[int] | None) -> Hit | None:
+        """The head rule for a line cut inside a short literal run: the template's beginning, holding its key literal
+        and at least FRAGMENT_MIN literal characters, then the start of a later literal run, then the line's end."""
+        key_index = next(i for i, t in enumerate(compiled.tokens) if t.literal is not None and _norm(t.literal) == compiled.key)
+        for token_index in range(len(compiled.tokens) - 1, key_index, -1):
+            token = compiled.tokens[token_index]
+            if token.literal is None or not _norm(token.literal):
+                continue
+            before = sum(len(_norm(t.literal)) for t in compiled.tokens[:token_index] if t.literal is not None)
+            if before < FRAGMENT_MIN:
+                break
+            m = compiled.cut_regex(token_index).search(norm)
+            if m:
+                return self._hit(compiled, m, offsets, "head")
+        return None
 
     def _head(self, compiled: _Compiled, token_index: int, norm: str, offsets: list[int] | None) -> Hit | None:
         """The line closes inside literal run `token_index` after its first FRAGMENT_MIN characters, the template's
@@ -464,7 +499,7 @@ class Catalogue:
         entry = compiled.entry
         values: dict[str, object] = {}
         for key, value in (m.groupdict() if m else {}).items():
-            if value is None:
+            if value is None or key == "cut":
                 continue
             index = int(key[1:])
             name, type_name = entry.fields[index] if index < len(entry.fields) else (key, "str")
