@@ -1,0 +1,89 @@
+"""Stage 1 for Open MPI: the help texts (help-*.txt) that mpirun/orterun and the MPI libraries print, per release.
+
+Usage: .venv/bin/python tools/catalogue/harvest_openmpi.py --mirror /work/.mirror/open-mpi+ompi/repo
+Writes content/catalogue/harvest/openmpi.tsv.
+
+A help file is a list of `[topic]` sections; opal_show_help prints a section's text with printf fields filled, line
+for line, between two rules of dashes. Each section is one row, its text the format. In 5.x the run-time (PRRTE) is
+a separate repository, so its texts (mpirun's own) are not among the 5.x rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import HARVEST_DIR, HarvestRow, harvest_write, release_key  # noqa: E402
+
+FIRST_MINOR = (4, 0)
+TOPIC = re.compile(r"^\[([^\]]+)\]\s*$")
+
+
+def git(mirror: Path, *args: str) -> bytes:
+    return subprocess.run(["git", "-C", str(mirror), *args], capture_output=True, check=True).stdout
+
+
+def release_tags(mirror: Path) -> list[str]:
+    """The last vX.Y.Z tag of every minor from FIRST_MINOR on."""
+    best: dict[tuple[int, int], tuple[tuple[int, ...], str]] = {}
+    for tag in git(mirror, "tag").decode().split():
+        m = re.fullmatch(r"v(\d+)\.(\d+)\.(\d+)", tag)
+        if not m:
+            continue
+        key = tuple(int(x) for x in m.groups())
+        if key[:2] >= FIRST_MINOR and (key[:2] not in best or best[key[:2]][0] < key):
+            best[key[:2]] = (key, tag)
+    return sorted((tag for _, tag in best.values()), key=release_key)
+
+
+def sections(text: str) -> list[tuple[int, str, str]]:
+    """(line, topic, text) of every section; '#' lines are comments."""
+    out: list[tuple[int, str, str]] = []
+    topic: str | None = None
+    start = 0
+    body: list[str] = []
+
+    def close() -> None:
+        if topic is not None:
+            message = "\n".join(body).strip("\n")
+            if message.strip():
+                out.append((start, topic, message))
+
+    for number, line in enumerate(text.splitlines(), 1):
+        m = TOPIC.match(line)
+        if m:
+            close()
+            topic, start, body = m.group(1), number, []
+        elif topic is not None and not line.startswith("#"):
+            body.append(line.rstrip())
+    close()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--mirror", type=Path, required=True, help="git directory of an open-mpi/ompi mirror")
+    parser.add_argument("--out", type=Path, default=HARVEST_DIR / "openmpi.tsv")
+    args = parser.parse_args()
+    rows: list[HarvestRow] = []
+    for tag in release_tags(args.mirror):
+        names = [
+            n
+            for n in git(args.mirror, "ls-tree", "-r", "--name-only", tag).decode().splitlines()
+            if re.search(r"(^|/)help-[^/]*\.txt$", n)
+        ]
+        for name in names:
+            text = git(args.mirror, "show", f"{tag}:{name}").decode("utf-8", "replace")
+            for line, _topic, message in sections(text):
+                rows.append(HarvestRow(tag[1:], name, line, "unknown", "printf", tag, message))
+        print(tag, len(rows), file=sys.stderr)
+    harvest_write(args.out, rows)
+
+
+if __name__ == "__main__":
+    main()
