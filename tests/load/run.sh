@@ -58,3 +58,7 @@ if [ "${KB_LOAD_UPLOADS:-1}" != 0 ]; then
   .venv/bin/python tests/load/uploads.py --port "$PORT" --var var --shape megatron
   .venv/bin/python tests/load/uploads.py --port "$PORT" --var var --shape crafted
 fi
+# Redaction of 50 MB built from each secret rule and masking pattern (in process; KB_LOAD_REDACTION=0 leaves it out).
+if [ "${KB_LOAD_REDACTION:-1}" != 0 ]; then
+  .venv/bin/python tests/load/redaction.py
+fi
