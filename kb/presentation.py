@@ -12,6 +12,7 @@ from kb.diagnosis.engine import CONFIDENT, Diagnosis
 from kb.diagnosis.verdict import failure_text, ranks_text
 from kb.diagnosis.versions import versions_text
 from kb.models import Case, case_url
+from kb.reports.markdown_safe import code_span, fenced
 
 FACT_LABELS = {
     "op_type": "Collective (OpType)",
@@ -488,16 +489,21 @@ def snapshot_markdown(snapshot: dict[str, Any], url: str = "") -> str:
         out.append(f"**No known cause with confidence.** Next step: [{view['guide']['title']}]({view['guide']['fix_url']})")
     else:
         out.append("**No known case explains this log.**")
+    # Text read from the log goes only in code spans and fences (kb/reports/markdown_safe.py): never a live link.
     if view["failure"]:
-        out.append(f"**First failure:** {view['failure']}")
+        out.append(f"**First failure:** {code_span(view['failure'])}")
     if view["verdict"]:
-        out += ["", f"**Ranks:** {view['verdict']['summary']}"]
+        out += ["", f"**Ranks:** {code_span(view['verdict']['summary'])}"]
     if view["timeouts"]:
-        out += ["", f"**Timeouts:** {view['timeouts']['summary']}"] + [f"- {note}" for note in view["timeouts"]["notes"]]
+        out += ["", f"**Timeouts:** {code_span(view['timeouts']['summary'])}"]
+        out += [f"- {code_span(note)}" for note in view["timeouts"]["notes"]]
     if best and best["evidence"]:
-        out += ["", "Evidence:", "", "```"]
-        out += [f"{(r['source'] + ':') if r.get('source') else ''}{r['line']}: {r['text'][:300]}" for r in best["evidence"][:6]]
-        out.append("```")
+        out += ["", "Evidence:", ""]
+        out.append(
+            fenced(
+                [f"{(r['source'] + ':') if r.get('source') else ''}{r['line']}: {r['text'][:300]}" for r in best["evidence"][:6]]
+            )
+        )
     others = [m for m in view["causes"] if m is not best][:3]
     if others:
         out += ["", "Other cases: " + "; ".join(f"[{m['title']}]({m['url']}) {m['percent']}%" for m in others)]
