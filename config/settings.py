@@ -47,6 +47,7 @@ MIDDLEWARE = [
     "config.security.ContentSecurityPolicyMiddleware",
     "config.security.VisibleControlsMiddleware",
     "config.guards.RequestGuardMiddleware",
+    "config.database.DatabaseUnavailableMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -90,6 +91,9 @@ DATABASES = {
     "default": dj_database_url.config(
         default=f"sqlite:///{os.environ.get('SQLITE_PATH', BASE_DIR / 'var' / 'db.sqlite3')}",
         conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", 60)),
+        # A persistent connection left over from before a database restart is checked before a request uses it,
+        # rather than failing that request (turn 3: one failed request per stale connection after a restart).
+        conn_health_checks=True,
     )
 }
 

@@ -5,12 +5,14 @@ clicked, and what is stored is redacted first (kb/reports/redact.py)."""
 
 from __future__ import annotations
 
+import logging
 import secrets
 from typing import Any
 
 from django.conf import settings
 from django.contrib.admin.views.decorators import staff_member_required
 from django.core import signing
+from django.db import InterfaceError, OperationalError, transaction
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.views.decorators.vary import vary_on_headers
@@ -24,6 +26,7 @@ from kb.presentation import snapshot_markdown, snapshot_view
 from kb.reports import store
 from kb.reports.templates import draft_signature, interesting_templates, line_template
 
+logger = logging.getLogger("kb.reports")
 SNAPSHOT_SALT = "kb.reports.snapshot"
 BALLOT_SALT = "kb.reports.ballot"
 EMBED_LOG_LIMIT = 1024 * 1024  # a paste up to this size rides along in the Share form (no JavaScript needed)
@@ -48,15 +51,7 @@ def result_context(
     """What a live result adds: the signed snapshot for Share, the vote ballot, and the bookkeeping of a paste
     (a count for the case that answered it, or masked templates when nothing did)."""
     best = snapshot.get("best_slug", "")
-    if pasted:
-        if best:
-            store.match_count(best)
-        elif not snapshot.get("harmless") or snapshot.get("matches"):
-            templates: list[str] = []
-            for _, data in sources:
-                text = data[:UNMATCHED_SCAN_BYTES].decode("utf-8", errors="replace") if isinstance(data, bytes) else data
-                templates += interesting_templates(text)
-            store.templates_record("unmatched", templates[:80])
+    counted = _paste_counted(snapshot, sources) if pasted else True
     evidence_templates = [line_template(row["text"]) for m in snapshot.get("matches", [])[:3] for row in m["evidence"][:4]]
     pasted_text = ""
     if len(sources) == 1 and sources[0][0] in ("pasted", "query") and len(sources[0][1]) <= EMBED_LOG_LIMIT:
@@ -66,6 +61,7 @@ def result_context(
         pasted_text = printable(log_text(sources[0][1])[0])
     best_match = next((m for m in snapshot.get("matches", []) if m["slug"] == best), None)
     return {
+        "counted": counted,
         "share": {
             "payload": signing.dumps(snapshot, salt=SNAPSHOT_SALT, compress=True),
             "log": pasted_text,
@@ -84,6 +80,27 @@ def result_context(
         if snapshot.get("matches")
         else None,
     }
+
+
+def _paste_counted(snapshot: dict[str, Any], sources: list[tuple[str, bytes]]) -> bool:
+    """Count the paste for the case that answered it, or keep its masked templates; False when the database
+    refused the write (locked past its timeout, unreachable): the diagnosis is finished and is shown anyway."""
+    best = snapshot.get("best_slug", "")
+    templates: list[str] = []
+    if not best and (not snapshot.get("harmless") or snapshot.get("matches")):
+        for _, data in sources:
+            text = data[:UNMATCHED_SCAN_BYTES].decode("utf-8", errors="replace") if isinstance(data, bytes) else data
+            templates += interesting_templates(text)
+    try:
+        with transaction.atomic():  # a savepoint when a transaction is open already: its failure stays here
+            if best:
+                store.match_count(best)
+            elif templates:
+                store.templates_record("unmatched", templates[:80])
+    except (OperationalError, InterfaceError) as error:
+        logger.warning("paste not counted, the database refused the write: %s", type(error).__name__)
+        return False
+    return True
 
 
 def case_ballot(slug: str) -> str:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from urllib.parse import urlencode
 
+from config.database import failure_response
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, HttpResponseRedirect
 from django.shortcuts import render
@@ -343,6 +345,9 @@ def bad_request(request: HttpRequest, exception: Exception | None = None) -> Htt
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
+    failure = failure_response(request, sys.exc_info()[1])  # the database or the temp space: 503, 507
+    if failure is not None:
+        return failure
     return render(
         request,
         "error.html",

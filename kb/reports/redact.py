@@ -116,9 +116,11 @@ _KEEP_WORDS = {"localhost"}
 
 
 def redact_text(text: str) -> str:
-    """Every secret of the tested list replaced. Always applied before storing."""
+    """Every secret of the tested list replaced, and NUL written as `\\x00` (PostgreSQL text and jsonb cannot
+    hold it). Always applied before storing."""
     if not text:
         return text
+    text = text.replace("\x00", "\\x00")
     for _, pattern, replacement in _SECRET_RULES:
         text = pattern.sub(replacement, text)
     if "\n" in text or len(text) >= 60:
