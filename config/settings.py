@@ -58,7 +58,7 @@ MIDDLEWARE = [
 ]
 
 if not DEBUG:  # production serves static files itself, from STATIC_ROOT after `collectstatic`
-    MIDDLEWARE.insert(1, "whitenoise.middleware.WhiteNoiseMiddleware")
+    MIDDLEWARE.insert(1, "config.static.StaticFilesMiddleware")  # WhiteNoise, less staticfiles.json
 
 ROOT_URLCONF = "config.urls"
 

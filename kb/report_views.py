@@ -31,7 +31,12 @@ SNAPSHOT_SALT = "kb.reports.snapshot"
 BALLOT_SALT = "kb.reports.ballot"
 EMBED_LOG_LIMIT = 1024 * 1024  # a paste up to this size rides along in the Share form (no JavaScript needed)
 UNMATCHED_SCAN_BYTES = 4 * 1024 * 1024
-SESSION_TOKENS = "kb_report_tokens"
+SESSION_TOKENS = "kb_report_tokens"  # report id -> the delete token's hash: the sharer's own reports
+# The raw delete token reaches the sharer's browser only, in a signed cookie scoped to the report's page for
+# a few minutes; the server keeps its hash alone (kb_report and the session table), so neither holds a token.
+NEW_REPORT_COOKIE = "kb_new_report"
+NEW_REPORT_COOKIE_S = 600
+NEW_REPORT_SALT = "kb.reports.new-report"
 SESSION_VOTED = "kb_voted"
 
 
@@ -164,14 +169,33 @@ def report_create(request: HttpRequest) -> HttpResponse:
         log = "\n".join(p for p in parts if p.strip()) or None
     report, token = store.report_create(snapshot, log=log, mask=request.POST.get("mask") == "on")
     tokens = request.session.get(SESSION_TOKENS, {})
-    tokens[report.id] = token
+    tokens[report.id] = store.token_hash(token)
     request.session[SESSION_TOKENS] = dict(list(tokens.items())[-50:])
     url = reverse("kb:report", args=[report.id])
     if wants_fragment(request):
         response = HttpResponse(status=204)
         response["HX-Redirect"] = url
-        return response
-    return HttpResponseRedirect(url)
+    else:
+        response = HttpResponseRedirect(url)
+    response.set_cookie(
+        NEW_REPORT_COOKIE,
+        signing.dumps(token, salt=NEW_REPORT_SALT),
+        max_age=NEW_REPORT_COOKIE_S,
+        path=url,
+        secure=request.is_secure(),
+        httponly=True,
+        samesite="Strict",
+    )
+    return response
+
+
+def _new_report_token(request: HttpRequest, report: Report) -> str:
+    """The delete token from the sharer's short-lived cookie, when it is this report's."""
+    try:
+        token = signing.loads(request.COOKIES.get(NEW_REPORT_COOKIE, ""), salt=NEW_REPORT_SALT, max_age=NEW_REPORT_COOKIE_S)
+    except signing.BadSignature:
+        return ""
+    return token if isinstance(token, str) and store.token_hash(token) == report.delete_token_hash else ""
 
 
 def _report_or_404(report_id: str) -> Report:
@@ -184,7 +208,7 @@ def _report_or_404(report_id: str) -> Report:
 @require_safe
 def report_detail(request: HttpRequest, report_id: str) -> HttpResponse:
     report = _report_or_404(report_id)
-    token = request.session.get(SESSION_TOKENS, {}).get(report.id)
+    token = _new_report_token(request, report)
     share_url = request.build_absolute_uri(report.get_absolute_url())
     snapshot = report.data
     voted = report.votes.exists()
@@ -201,6 +225,7 @@ def report_detail(request: HttpRequest, report_id: str) -> HttpResponse:
         if token
         else "",
         "voted": voted,
+        "shared_here": request.session.get(SESSION_TOKENS, {}).get(report.id) == report.delete_token_hash,
         "log_lines": report.log.count("\n") + 1 if report.log else 0,
         "vote": None
         if voted or not snapshot.get("matches")
@@ -227,6 +252,7 @@ def report_markdown(request: HttpRequest, report_id: str) -> HttpResponse:
     body = snapshot_markdown(report.data, request.build_absolute_uri(report.get_absolute_url()))
     response = HttpResponse(body, content_type="text/markdown; charset=utf-8")
     response["Content-Disposition"] = f'inline; filename="diagnosis-{report.id[:8]}.md"'
+    response["X-Robots-Tag"] = "noindex"
     return response
 
 
@@ -237,6 +263,7 @@ def report_log(request: HttpRequest, report_id: str) -> HttpResponse:
         raise Http404("This report was shared without its log.")
     response = HttpResponse(report.log, content_type="text/plain; charset=utf-8")
     response["X-Content-Type-Options"] = "nosniff"
+    response["X-Robots-Tag"] = "noindex"
     return response
 
 
