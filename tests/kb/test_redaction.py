@@ -71,6 +71,16 @@ def test_every_secret_rule_has_an_example_here():
     assert {name for name, _, _ in redact._SECRET_RULES} == set(RULE_EXAMPLES)
 
 
+def test_every_secret_rule_has_literals_it_is_run_for_and_its_example_holds_one():
+    assert set(redact._NEEDLES) == set(RULE_EXAMPLES)
+    for name, example in RULE_EXAMPLES.items():
+        assert any(needle in example.casefold() for needle in redact._NEEDLES[name]), name
+
+
+def test_a_secret_spelled_with_characters_that_case_fold_to_a_rules_literal_is_still_redacted():
+    assert "hunter2hunter2" not in redact_text("db_paſſword=hunter2hunter2")  # ſ: long s, matched by (?i) "s"
+
+
 @pytest.mark.parametrize("name", sorted(RULE_EXAMPLES))
 def test_every_secret_rule_redacts_its_example(name):
     pattern = next(p for n, p, _ in redact._SECRET_RULES if n == name)
