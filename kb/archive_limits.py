@@ -48,14 +48,15 @@ class ArchiveTooLarge(ArchiveRefused):
 
 
 class CpuDeadline:
-    """CPU seconds this process may spend reading one job; `check` raises once they are spent."""
+    """CPU seconds this process may spend reading one job (None: no limit, as on the command line); `check`
+    raises once they are spent."""
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float | None) -> None:
         self.seconds = seconds
-        self._until = time.process_time() + seconds
+        self._until = None if seconds is None else time.process_time() + seconds
 
     def check(self, name: str) -> None:
-        if time.process_time() > self._until:
+        if self._until is not None and time.process_time() > self._until:
             raise ArchiveRefused(f"'{shown(name)}' took more than {self.seconds:g} s of CPU to unpack; refusing it.")
 
 

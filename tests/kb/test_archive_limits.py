@@ -11,6 +11,7 @@ import tracemalloc
 import zipfile
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 
 from kb.job_input import JobInputError, JobTooLarge, job_read
 
@@ -211,3 +212,18 @@ def test_unpacking_stops_at_its_cpu_deadline():
     logs = gzip.compress(b"x" * (8 * MiB))
     with pytest.raises(JobInputError, match="s of CPU to unpack"):
         job_read([("rank0.log.gz", logs)], cpu_seconds=0.0)
+
+
+def test_the_command_line_reader_has_no_cpu_deadline_by_default(monkeypatch):
+    """`manage.py diagnose` reads jobs of any size; only the web passes its diagnosis budget."""
+    clock = iter([0.0] + [10_000.0] * 1000)  # as though each check came hours after the start
+    monkeypatch.setattr(time, "process_time", lambda: next(clock))
+    assert job_read([("rank0.log.gz", gzip.compress(b"step 1\n"))]).files[0].data == b"step 1\n"
+
+
+@pytest.mark.django_db
+def test_an_upload_is_unpacked_within_the_diagnosis_budget(client, settings):
+    settings.KB_DIAGNOSIS_BUDGET_S = 0.0
+    upload = SimpleUploadedFile("job.tar.gz", gzip.compress(header("rank0.log", 6) + padded(b"hello\n") + bytes(1024)))
+    response = client.post("/api/diagnose", {"file": upload})
+    assert response.status_code == 400 and "s of CPU to unpack" in response.json()["error"]
