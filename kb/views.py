@@ -8,7 +8,6 @@ import re
 import sys
 from urllib.parse import urlencode
 
-from config.database import failure_response
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, HttpResponseRedirect
 from django.shortcuts import render
@@ -19,6 +18,7 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_safe, require_http_methods
 
+from config.database import failure_response
 from kb.diagnose import job_diagnosis_run
 from kb.extensions import facts_link
 from kb.job_input import JobFile, JobInput, JobInputError, JobTooLarge, size_text
