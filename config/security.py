@@ -1,8 +1,12 @@
-"""Content-Security-Policy header: no inline script, no third-party origin (the site runs air-gapped)."""
+"""Content-Security-Policy header: no inline script, no third-party origin (the site runs air-gapped). Control and
+bidirectional characters from a log or a query shown as visible escapes in every HTML page."""
 
+import re
 from typing import Callable
 
 from django.http import HttpRequest, HttpResponse
+
+from diagnosis.markdown_safe import visible_controls
 
 POLICY = "; ".join(
     [
@@ -27,4 +31,30 @@ class ContentSecurityPolicyMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
         response.headers.setdefault("Content-Security-Policy", POLICY)
+        return response
+
+
+# The UTF-8 bytes of what diagnosis.markdown_safe.visible_controls escapes: a cheap test before decoding a page.
+_CONTROL_BYTES_RE = re.compile(
+    rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\xc2[\x80-\x9f]|\xd8\x9c|\xe2\x80[\x8e\x8f\xa8-\xae]|\xe2\x81[\xa6-\xa9]"
+)
+
+
+class VisibleControlsMiddleware:
+    """ESC (terminal colours and links), U+202E (text shown reversed) and the other invisible controls that a log
+    or a query carries reach a page as `\\x1b`, `\\u202e`: autoescaping stops markup, not display spoofing."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (
+            not response.streaming
+            and response.get("Content-Type", "").startswith("text/html")
+            and _CONTROL_BYTES_RE.search(response.content)
+        ):
+            response.content = visible_controls(response.content.decode(response.charset, errors="replace")).encode(
+                response.charset
+            )
         return response

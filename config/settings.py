@@ -45,7 +45,10 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "config.security.ContentSecurityPolicyMiddleware",
+    "config.security.VisibleControlsMiddleware",
     "config.guards.RequestGuardMiddleware",
+    "config.database.DatabaseUnavailableMiddleware",
+    "config.ratelimit.RateLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -56,7 +59,7 @@ MIDDLEWARE = [
 ]
 
 if not DEBUG:  # production serves static files itself, from STATIC_ROOT after `collectstatic`
-    MIDDLEWARE.insert(1, "whitenoise.middleware.WhiteNoiseMiddleware")
+    MIDDLEWARE.insert(1, "config.static.StaticFilesMiddleware")  # WhiteNoise, less staticfiles.json
 
 ROOT_URLCONF = "config.urls"
 
@@ -89,6 +92,9 @@ DATABASES = {
     "default": dj_database_url.config(
         default=f"sqlite:///{os.environ.get('SQLITE_PATH', BASE_DIR / 'var' / 'db.sqlite3')}",
         conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", 60)),
+        # A persistent connection left over from before a database restart is checked before a request uses it,
+        # rather than failing that request (turn 3: one failed request per stale connection after a restart).
+        conn_health_checks=True,
     )
 }
 
@@ -145,6 +151,9 @@ KB_MAX_LOG_BYTES = int(os.environ.get("KB_MAX_LOG_BYTES", 50 * 1024 * 1024))
 KB_MAX_JOB_BYTES = int(os.environ.get("KB_MAX_JOB_BYTES", 4 * KB_MAX_LOG_BYTES))
 # Seconds one web diagnosis may spend matching lines; past it the answer is returned as far as it got
 # (marked partial), so a crafted log cannot hold a worker. The command line has no budget.
+# Per-address limits on POST /search and the admin (curators') login in the app itself, for `make run`; under
+# `make serve` nginx applies them (deploy/nginx.conf), and the app, behind a unix socket, cannot tell clients apart.
+KB_APP_RATE_LIMIT = _env_bool("KB_APP_RATE_LIMIT", DEBUG)
 KB_DIAGNOSIS_BUDGET_S = float(os.environ.get("KB_DIAGNOSIS_BUDGET_S", "20"))
 DATA_UPLOAD_MAX_MEMORY_SIZE = KB_MAX_LOG_BYTES + 1024 * 1024
 # A 64-rank torchrun --log-dir holds 129 files (stdout.log and stderr.log per rank, error.json); Django's default of

@@ -21,7 +21,6 @@ in one file and are read as logs; of several rounds of one kind in one folder on
 
 from __future__ import annotations
 
-import gzip
 import io
 import os
 import re
@@ -33,6 +32,15 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
 
+from diagnosis.archive_limits import (
+    ArchiveRefused,
+    ArchiveTooLarge,
+    CpuDeadline,
+    DecompressedStream,
+    TarHeaderGuard,
+    zip_directory_check,
+    zip_member_stream,
+)
 from diagnosis.readers.debug_dumps import debug_dump_rounds
 from diagnosis.readers.flight_recorder import flight_recorder_detect, pickle_global_asked
 
@@ -99,6 +107,7 @@ class _Limits:
     members: int
     depth: int
     member_bytes: int
+    deadline: CpuDeadline
     used_bytes: int = 0
     used_members: int = 0
 
@@ -126,15 +135,23 @@ def job_read(
     members: int = MAX_MEMBERS,
     depth: int = MAX_DEPTH,
     member_bytes: int = MAX_MEMBER_BYTES,
+    cpu_seconds: float | None = None,
 ) -> JobInput:
     """Read a job: a directory path, an archive or log path, a binary file object (archive or log), a
-    (name, bytes) pair, or a list of any of these. Raises JobInputError when the input is refused."""
-    limits = _Limits(total_bytes, members, depth, member_bytes)
+    (name, bytes) pair, or a list of any of these. Raises JobInputError when the input is refused (JobTooLarge
+    past a size limit); archives are measured (diagnosis.archive_limits) before they are parsed, and unpacking stops
+    after `cpu_seconds` of CPU (the web passes its diagnosis budget; the command line has no limit)."""
+    limits = _Limits(total_bytes, members, depth, member_bytes, CpuDeadline(cpu_seconds))
     raw: list[tuple[str, bytes]] = []
     notes: list[str] = []
     items = source if isinstance(source, list) else [source]
-    for item in items:
-        raw += _read_item(item, limits, notes)
+    try:
+        for item in items:
+            raw += _read_item(item, limits, notes)
+    except ArchiveTooLarge as error:
+        raise JobTooLarge(str(error)) from None
+    except ArchiveRefused as error:
+        raise JobInputError(str(error)) from None
     return JobInput(files=_classified(raw, notes), notes=notes)
 
 
@@ -189,18 +206,18 @@ def _dispatch(name: str, handle: IO[bytes], limits: _Limits, notes: list[str]) -
     handle.seek(start)
     if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
         return _read_zip(handle, limits, notes)
-    if _is_tar_stream(head):
-        return _read_tar(handle, limits, notes)
-    if head.startswith(b"\x1f\x8b"):  # a .tar.gz, or one gzipped log
-        try:
-            first = gzip.GzipFile(fileobj=handle, mode="rb").read(512)
-        except (OSError, EOFError) as error:
-            raise JobInputError(f"'{_shown(name)}' is not a readable gzip file ({error}).") from None
+    if _is_ustar(head):
+        return _read_tar(name, handle, limits, notes)
+    compression = _compression(head)
+    if compression == "gzip":  # a .tar.gz, or one gzipped log
+        first = _decompressed(name, handle, "gzip", limits).read(512)
         handle.seek(start)
         if _is_ustar(first):
-            return _read_tar(handle, limits, notes)
+            return _read_tar(name, _decompressed(name, handle, "gzip", limits), limits, notes)
         limits.count_member(name)
-        return [(_strip_gz(name), _read_bounded(gzip.GzipFile(fileobj=handle, mode="rb"), name, limits))]
+        return [(_strip_gz(name), _read_bounded(_decompressed(name, handle, "gzip", limits), name, limits))]
+    if compression:
+        return _read_tar(name, _decompressed(name, handle, compression, limits), limits, notes)
     limits.count_member(name)
     return [(name, _read_bounded(handle, name, limits))]
 
@@ -213,6 +230,29 @@ def looks_like_archive(head: bytes) -> bool:
 
 def _is_tar_stream(head: bytes) -> bool:
     return _is_ustar(head) or head.startswith(b"BZh") or head.startswith(b"\xfd7zXZ\x00")
+
+
+def _compression(head: bytes) -> str | None:
+    if head.startswith(b"\x1f\x8b"):
+        return "gzip"
+    if head.startswith(b"BZh"):
+        return "bzip2"
+    if head.startswith(b"\xfd7zXZ\x00"):
+        return "xz"
+    return None
+
+
+def _decompressed(name: str, handle: IO[bytes], kind: str, limits: _Limits) -> DecompressedStream:
+    """The decompressed stream, within what is left of the job's byte budget plus room for tar headers."""
+    budget = limits.total_bytes - limits.used_bytes + (limits.members + 2) * 1024 + 1024**2
+    return DecompressedStream(
+        handle,
+        kind,
+        name=name,
+        budget=budget,
+        deadline=limits.deadline,
+        too_large=f"'{_shown(name)}' expands past the limit of {size_text(limits.total_bytes)} uncompressed; refusing it.",
+    )
 
 
 def _is_ustar(block: bytes) -> bool:
@@ -232,6 +272,7 @@ def _read_bounded(handle: IO[bytes], name: str, limits: _Limits, declared: int |
     read = 0
     try:
         while True:
+            limits.deadline.check(name)
             chunk = handle.read(_CHUNK)
             if not chunk:
                 break
@@ -262,10 +303,17 @@ def _member_path(name: str, limits: _Limits, what: str = "The archive has a memb
     return "/".join(parts)
 
 
-def _read_tar(handle: IO[bytes], limits: _Limits, notes: list[str]) -> list[tuple[str, bytes]]:
+def _read_tar(name: str, handle: IO[bytes], limits: _Limits, notes: list[str]) -> list[tuple[str, bytes]]:
+    """A plain tar stream (decompressed already), whose headers TarHeaderGuard checks before tarfile reads them."""
     found: list[tuple[str, bytes]] = []
+    guarded = TarHeaderGuard(
+        handle,
+        max_entries=limits.members - limits.used_members,
+        max_member_bytes=limits.member_bytes,
+        name=f"'{_shown(name)}'",
+    )
     try:
-        with tarfile.open(fileobj=handle, mode="r|*") as archive:
+        with tarfile.open(fileobj=guarded, mode="r|") as archive:
             for member in archive:
                 limits.count_member(member.name)
                 if member.issym() or member.islnk():
@@ -287,7 +335,9 @@ def _read_tar(handle: IO[bytes], limits: _Limits, notes: list[str]) -> list[tupl
                 if stream is None:
                     continue
                 found.append((path, _read_bounded(stream, path, limits, declared=member.size)))
-    except JobInputError:
+        while guarded.read(_CHUNK):  # to the end of the stream, so that a compressed one has its CRC checked
+            limits.deadline.check(name)
+    except (JobInputError, ArchiveRefused):
         raise
     except (tarfile.TarError, OSError, EOFError, ValueError) as error:
         raise JobInputError(f"The tar archive could not be read ({error}).") from None
@@ -298,6 +348,9 @@ _S_IFMT = 0o170000
 
 
 def _read_zip(handle: IO[bytes], limits: _Limits, notes: list[str]) -> list[tuple[str, bytes]]:
+    """A zip whose directory is counted before zipfile parses it; members decompressed by diagnosis.archive_limits."""
+    zip_directory_check(handle, max_entries=limits.members - limits.used_members)
+    handle.seek(0)
     try:
         archive = zipfile.ZipFile(handle)
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as error:
@@ -326,8 +379,8 @@ def _read_zip(handle: IO[bytes], limits: _Limits, notes: list[str]) -> list[tupl
                 notes.append(f"{path}: skipped, encrypted")
                 continue
             try:
-                with archive.open(info) as stream:
-                    found.append((path, _read_bounded(stream, path, limits, declared=info.file_size)))
+                stream = zip_member_stream(handle, info, deadline=limits.deadline)
+                found.append((path, _read_bounded(stream, path, limits, declared=info.file_size)))
             except (NotImplementedError, RuntimeError) as error:
                 notes.append(f"{path}: skipped, {error}")
         return found
@@ -424,7 +477,7 @@ def stray_control_bytes(data: bytes) -> int:
 
 def stray_control_note(name: str, data: bytes) -> str | None:
     """What a log read as text has of stray control bytes, said on the result page: NULs are dropped as the paste's
-    are (kb/diagnosis/text.py), the others kept as they are."""
+    are (diagnosis/text.py), the others kept as they are."""
     count = stray_control_bytes(data)
     if not count:
         return None

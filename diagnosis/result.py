@@ -15,6 +15,7 @@ from typing import Any
 from diagnosis.conditions import fact_rows
 from diagnosis.engine import CONFIDENT, Diagnosis
 from diagnosis.evidence import SourceText, evidence_rows
+from diagnosis.markdown_safe import code_span, fenced
 from diagnosis.rules import Rules
 from diagnosis.verdict import MAX_GROUPS, failure_text, ranks_text
 
@@ -491,17 +492,21 @@ def snapshot_markdown(snapshot: dict[str, Any], url: str = "", *, origin: str = 
         out.append(f"**No known cause with confidence.** Next step: [{guide['title']}]({link(fix_url(guide))})")
     else:
         out.append("**No known case explains this log.**")
+    # Text read from the log goes only in code spans and fences (diagnosis/markdown_safe.py): never a live link.
     if snapshot.get("failure"):
-        out.append(f"**First failure:** {snapshot['failure']}")
+        out.append(f"**First failure:** {code_span(snapshot['failure'])}")
     if snapshot.get("verdict"):
-        out += ["", f"**Ranks:** {snapshot['verdict']['summary']}"]
+        out += ["", f"**Ranks:** {code_span(snapshot['verdict']['summary'])}"]
     timeouts = snapshot.get("timeouts")
     if timeouts:
-        out += ["", f"**Timeouts:** {timeouts['summary']}"] + [f"- {note}" for note in timeouts["notes"]]
+        out += ["", f"**Timeouts:** {code_span(timeouts['summary'])}"] + [f"- {code_span(note)}" for note in timeouts["notes"]]
     if best and best["evidence"]:
-        out += ["", "Evidence:", "", "```"]
-        out += [f"{(r['source'] + ':') if r.get('source') else ''}{r['line']}: {r['text'][:300]}" for r in best["evidence"][:6]]
-        out.append("```")
+        out += ["", "Evidence:", ""]
+        out.append(
+            fenced(
+                [f"{(r['source'] + ':') if r.get('source') else ''}{r['line']}: {r['text'][:300]}" for r in best["evidence"][:6]]
+            )
+        )
     others = [m for m in matches if m["kind"] == "cause" and m is not best][:3]
     if others:
         out += ["", "Other cases: " + "; ".join(f"[{m['title']}]({link(m['url'])}) {_percent(m)}%" for m in others)]

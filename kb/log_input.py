@@ -136,11 +136,12 @@ def _folder_uploads(request: HttpRequest) -> list[tuple[str, UploadedFile]]:
     return list(zip(paths, files))
 
 
-def _job_limits() -> dict[str, int]:
-    """The web's limits on a job: the uncompressed bytes of the whole job (KB_MAX_JOB_BYTES) and of one file;
-    the counts of members and folders are diagnosis.job_files's own."""
+def _job_limits() -> dict[str, float]:
+    """The web's limits on a job: the uncompressed bytes of the whole job (KB_MAX_JOB_BYTES) and of one file, and
+    the CPU time to unpack it (the diagnosis budget, KB_DIAGNOSIS_BUDGET_S); the counts of members and folders are
+    diagnosis.job_files's own."""
     total = settings.KB_MAX_JOB_BYTES
-    return {"total_bytes": total, "member_bytes": min(MAX_MEMBER_BYTES, total)}
+    return {"total_bytes": total, "member_bytes": min(MAX_MEMBER_BYTES, total), "cpu_seconds": settings.KB_DIAGNOSIS_BUDGET_S}
 
 
 def _job_checked(job: JobInput) -> JobInput:

@@ -6,12 +6,14 @@ clicked, and what is stored is redacted first (kb/reports/redact.py)."""
 from __future__ import annotations
 
 import functools
+import logging
 import secrets
 from typing import Any, Callable
 
 from django.conf import settings
 from django.contrib.admin.views.decorators import staff_member_required
 from django.core import signing
+from django.db import InterfaceError, OperationalError, transaction
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.views.decorators.vary import vary_on_headers
@@ -38,11 +40,17 @@ from kb.reports.log_view import (
 from kb.reports.templates import draft_signature, interesting_templates, line_template
 from kb.reports.voters import VOTER_COOKIE, address_hash, voter_cookie_set, voter_cookie_value, voter_hash
 
+logger = logging.getLogger("kb.reports")
 SNAPSHOT_SALT = "kb.reports.snapshot"
 BALLOT_SALT = "kb.reports.ballot"
 EMBED_LOG_LIMIT = 1024 * 1024  # a paste up to this size rides along in the Share form (no JavaScript needed)
-UNMATCHED_SCAN_BYTES = 4 * 1024 * 1024
-SESSION_TOKENS = "kb_report_tokens"
+UNMATCHED_SCAN_CHARS = 4 * 1024 * 1024  # of each log, for the curators' templates
+SESSION_TOKENS = "kb_report_tokens"  # report id -> the delete token's hash: the sharer's own reports
+# The raw delete token reaches the sharer's browser only, in a signed cookie scoped to the report's page for
+# a few minutes; the server keeps its hash alone (kb_report and the session table), so neither holds a token.
+NEW_REPORT_COOKIE = "kb_new_report"
+NEW_REPORT_COOKIE_S = 600
+NEW_REPORT_SALT = "kb.reports.new-report"
 BALLOT_KINDS = ("case", "result", "wizard")  # a report has no ballot: one vote per voter on the report itself
 
 
@@ -64,23 +72,14 @@ def result_context(
     """What a live result adds: the signed snapshot for Share, the vote ballot, and the bookkeeping of a paste
     (a count for the case that answered it, or masked templates when nothing did)."""
     best = snapshot.get("best_slug", "")
-    if pasted:
-        if best:
-            store.match_count(best)
-        elif not snapshot.get("harmless") or snapshot.get("matches"):
-            templates: list[str] = []
-            for key in result.texts.lines if result.texts else ():
-                templates += interesting_templates(result.texts.text(key)[:UNMATCHED_SCAN_BYTES])
-            store.templates_record("unmatched", templates[:80])
-    if pasted and result.diagnosis.unrecognised:
-        # a known program's line no catalogued template explains: the catalogue's gap, for the curators
-        store.templates_record("unrecognised", [line_template(text) for _, _, text in result.diagnosis.unrecognised])
+    counted = _paste_counted(snapshot, result) if pasted else True
     evidence_templates = [line_template(row["text"]) for m in snapshot.get("matches", [])[:3] for row in m["evidence"][:4]]
     pasted_text = ""
     if len(logs) == 1 and logs[0][0] in ("pasted", "query") and len(logs[0][1]) <= EMBED_LOG_LIMIT and result.texts:
         pasted_text = result.texts.text()
     best_match = next((m for m in snapshot.get("matches", []) if m["slug"] == best), None)
     return {
+        "counted": counted,
         "share": {
             "payload": signing.dumps(snapshot, salt=SNAPSHOT_SALT, compress=True),
             "log": pasted_text,
@@ -99,6 +98,30 @@ def result_context(
         if snapshot.get("matches")
         else None,
     }
+
+
+def _paste_counted(snapshot: dict[str, Any], result: Result) -> bool:
+    """Count the paste for the case that answered it, or keep its masked templates, and the lines a catalogued
+    program printed that its catalogue does not know (the catalogue's gaps); False when the database refused the
+    write (locked past its timeout, unreachable): the diagnosis is finished and is shown anyway."""
+    best = snapshot.get("best_slug", "")
+    templates: list[str] = []
+    if not best and (not snapshot.get("harmless") or snapshot.get("matches")):
+        for key in result.texts.lines if result.texts else ():
+            templates += interesting_templates(result.texts.text(key)[:UNMATCHED_SCAN_CHARS])
+    gaps = [line_template(text) for _, _, text in result.diagnosis.unrecognised]
+    try:
+        with transaction.atomic():  # a savepoint when a transaction is open already: its failure stays here
+            if best:
+                store.match_count(best)
+            elif templates:
+                store.templates_record("unmatched", templates[:80])
+            if gaps:
+                store.templates_record("unrecognised", gaps)
+    except (OperationalError, InterfaceError) as error:
+        logger.warning("paste not counted, the database refused the write: %s", type(error).__name__)
+        return False
+    return True
 
 
 def case_ballot(slug: str) -> str:
@@ -168,14 +191,33 @@ def report_create(request: HttpRequest) -> HttpResponse:
         log = "\n".join(p for p in parts if p.strip()) or None
     report, token = store.report_create(snapshot, log=log, mask=request.POST.get("mask") == "on")
     tokens = request.session.get(SESSION_TOKENS, {})
-    tokens[report.id] = token
+    tokens[report.id] = store.token_hash(token)
     request.session[SESSION_TOKENS] = dict(list(tokens.items())[-50:])
     url = reverse("kb:report", args=[report.id])
     if wants_fragment(request):
         response = HttpResponse(status=204)
         response["HX-Redirect"] = url
-        return response
-    return HttpResponseRedirect(url)
+    else:
+        response = HttpResponseRedirect(url)
+    response.set_cookie(
+        NEW_REPORT_COOKIE,
+        signing.dumps(token, salt=NEW_REPORT_SALT),
+        max_age=NEW_REPORT_COOKIE_S,
+        path=url,
+        secure=request.is_secure(),
+        httponly=True,
+        samesite="Strict",
+    )
+    return response
+
+
+def _new_report_token(request: HttpRequest, report: Report) -> str:
+    """The delete token from the sharer's short-lived cookie, when it is this report's."""
+    try:
+        token = signing.loads(request.COOKIES.get(NEW_REPORT_COOKIE, ""), salt=NEW_REPORT_SALT, max_age=NEW_REPORT_COOKIE_S)
+    except signing.BadSignature:
+        return ""
+    return token if isinstance(token, str) and store.token_hash(token) == report.delete_token_hash else ""
 
 
 def site_404(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
@@ -205,7 +247,7 @@ def _report_or_404(report_id: str) -> Report:
 @require_safe
 def report_detail(request: HttpRequest, report_id: str) -> HttpResponse:
     report = _report_or_404(report_id)
-    token = request.session.get(SESSION_TOKENS, {}).get(report.id)
+    token = _new_report_token(request, report)
     share_url = request.build_absolute_uri(report.get_absolute_url())
     snapshot = report.data
     best = snapshot.get("best_slug", "")
@@ -228,6 +270,7 @@ def report_detail(request: HttpRequest, report_id: str) -> HttpResponse:
         else "",
         "own_vote": _vote_said(own_vote, titles) if own_vote else None,
         "tally": {**tally, "steps": _steps_titled(tally["steps"], titles)},
+        "shared_here": request.session.get(SESSION_TOKENS, {}).get(report.id) == report.delete_token_hash,
         "log_lines": report.log.count("\n") + 1 if report.log else 0,
         "vote": None
         if own_vote or not snapshot.get("matches")
@@ -324,6 +367,7 @@ def report_markdown(request: HttpRequest, report_id: str) -> HttpResponse:
     body = snapshot_markdown(report.data, request.build_absolute_uri(report.get_absolute_url()), origin=_origin(request))
     response = HttpResponse(body, content_type="text/markdown; charset=utf-8")
     response["Content-Disposition"] = f'inline; filename="diagnosis-{report.id[:8]}.md"'
+    response["X-Robots-Tag"] = "noindex"
     return response
 
 
@@ -335,6 +379,7 @@ def report_log(request: HttpRequest, report_id: str) -> HttpResponse:
         raise Http404("This report was shared without its log.")
     response = HttpResponse(report.log, content_type="text/plain; charset=utf-8")
     response["X-Content-Type-Options"] = "nosniff"
+    response["X-Robots-Tag"] = "noindex"
     return response
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -17,6 +18,7 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_safe, require_http_methods
 
+from config.database import failure_response
 from kb.diagnose import job_diagnosis_run
 from kb.context import account_kind
 from kb.extensions import facts_link
@@ -361,6 +363,9 @@ def bad_request(request: HttpRequest, exception: Exception | None = None) -> Htt
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
+    failure = failure_response(request, sys.exc_info()[1])  # the database or the temp space: 503, 507
+    if failure is not None:
+        return failure
     return render(
         request,
         "error.html",

@@ -22,6 +22,13 @@ def django_db_setup(django_db_setup, django_db_blocker, tmp_path_factory):
         call_command("load_content", verbosity=0)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def app_rate_limit_off():
+    """The app's own per-address limits (config/ratelimit.py, on under `make run`) would count every test's POSTs
+    from the test client's one address; tests/kb/test_rate_limits.py turns them on where it checks them."""
+    settings.KB_APP_RATE_LIMIT = False
+
+
 def pytest_report_header(config) -> str:
     """Say which database this run uses: `make test` runs the suite on SQLite and again on PostgreSQL."""
     return f"database: {settings.DATABASES['default']['ENGINE']}"

@@ -37,7 +37,11 @@ SUPPORTED_VERSIONS: dict[str, str] = {
     "2.9": "PyTorch 2.8",
     "2.10": "PyTorch 2.9-2.13",
 }
-MAX_DUMP_BYTES = 256 * 1024**2
+MAX_DUMP_BYTES = 256 * 1024**2  # a JSON dump
+# A pickle costs about 16 bytes of memory a byte while it loads (a run of None opcodes); real dumps of 2,000
+# entries with their frames are 1-50 MB.
+MAX_PICKLE_BYTES = 64 * 1024**2
+MAX_DEPTH = 32  # nesting of lists and dicts; a real dump nests 5 deep (entries, entry, frames, frame, value)
 # Entries read per rank; the recorder keeps 2000 by default (TORCH_NCCL_TRACE_BUFFER_SIZE, TORCH_FR_BUFFER_SIZE).
 MAX_ENTRIES = 20_000
 MAX_FRAMES = 64
@@ -91,7 +95,7 @@ def pickle_global_asked(data: bytes) -> str | None:
     """What a pickle (protocol 2 or later, as dumps are written) asks to import, such as `os.system`, or None
     for anything else. Loaded with the unpickler that refuses every global, so nothing is imported or run:
     a job holding such a file is hostile, and is refused as a whole rather than read around."""
-    if len(data) < 2 or data[0] != 0x80 or not 2 <= data[1] <= 5 or len(data) > MAX_DUMP_BYTES:
+    if len(data) < 2 or data[0] != 0x80 or not 2 <= data[1] <= 5 or len(data) > MAX_PICKLE_BYTES:
         return None
     try:
         _NoGlobalsUnpickler(io.BytesIO(data)).load()
@@ -122,6 +126,8 @@ def flight_recorder_load(data: bytes) -> dict[str, Any]:
     if len(data) > MAX_DUMP_BYTES:
         raise FlightRecorderError(f"the dump is {len(data)} bytes, over the limit of {MAX_DUMP_BYTES}")
     if data[:1] == b"\x80":
+        if len(data) > MAX_PICKLE_BYTES:
+            raise FlightRecorderError(f"the pickled dump is {len(data)} bytes, over the limit of {MAX_PICKLE_BYTES}")
         try:
             loaded = _NoGlobalsUnpickler(io.BytesIO(data)).load()
         except pickle.UnpicklingError as error:
@@ -144,21 +150,24 @@ def flight_recorder_load(data: bytes) -> dict[str, Any]:
 
 
 def _check_plain(value: Any) -> None:
-    """Every value is a dict, list, tuple, str, int, float, bool or None (a bounded walk)."""
-    stack = [value]
+    """Every value is a dict, list, tuple, str, int, float, bool or None, nested at most MAX_DEPTH deep (a
+    bounded walk): what reads the dump later (str(), comparisons) recurses, and would fail on deeper nesting."""
+    stack = [(value, 0)]
     seen = 0
     while stack:
-        item = stack.pop()
+        item, depth = stack.pop()
         seen += 1
         if seen > MAX_NODES:
             raise FlightRecorderError(f"the dump holds more than {MAX_NODES} values")
         if isinstance(item, (str, int, float, bool)) or item is None:
             continue
+        if depth >= MAX_DEPTH:
+            raise FlightRecorderError(f"the dump nests values more than {MAX_DEPTH} deep")
         if isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
+            stack.extend((key, depth + 1) for key in item.keys())
+            stack.extend((entry, depth + 1) for entry in item.values())
         elif isinstance(item, (list, tuple)):
-            stack.extend(item)
+            stack.extend((entry, depth + 1) for entry in item)
         else:
             raise FlightRecorderError(f"the dump holds a {type(item).__name__}; only plain data is accepted")
 

@@ -90,6 +90,31 @@ def test_vote_posts_past_their_burst_get_429_with_a_message_of_their_own(stack):
 
 
 @pytest.mark.proxy
+def test_log_posts_to_the_search_box_count_against_the_diagnosis_limit(stack):
+    """Issue 34, B4: POST /search diagnoses a pasted log as /diagnose does, and was outside the limit."""
+    body = b"q=NCCL+WARN+Duplicate+GPU+detected%0Asecond+line"
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    statuses = [
+        request(stack.port, "POST", "/search", source="127.0.0.7", body=body, headers=headers)[0] for _ in range(BURST + 3)
+    ]
+    assert 429 not in statuses[: BURST + 1] and statuses[BURST + 1 :] == [429, 429], statuses
+    assert request(stack.port, "GET", "/search?q=nccl", source="127.0.0.7")[0] != 429  # searching is not limited
+
+
+@pytest.mark.proxy
+def test_sign_in_posts_past_the_burst_get_429_with_a_message(stack):
+    """Issue 34, B15: the admin login, which is also the curators', had no limit (30 wrong passwords in 9.3 s)."""
+    body = b"username=curator&password=wrong"
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    answers = [
+        request(stack.port, "POST", "/admin/login/", source="127.0.0.6", body=body, headers=headers) for _ in range(BURST + 3)
+    ]
+    statuses = [status for status, _ in answers]
+    assert 429 not in statuses[: BURST + 1] and statuses[BURST + 1 :] == [429, 429], statuses
+    assert b"Too many sign-in attempts from your address" in answers[-1][1]
+
+
+@pytest.mark.proxy
 def test_access_logs_hold_the_path_but_never_the_query_string(stack):
     """Nor the referer, which carries the previous page's query string (gunicorn's default format has both)."""
     port = stack.port

@@ -192,3 +192,21 @@ def test_malformed_dumps_never_raise(ranks, config):
     ]
     reading = flight_recorder_read(data)
     assert isinstance(reading.summary, str)
+
+
+def nested_list_pickle(depth: int) -> bytes:
+    """A protocol-2 pickle of {"version": [[[...depth...]]], "entries": []}, written by hand: pickle.dumps recurses."""
+    return b"\x80\x02}(X\x07\x00\x00\x00version" + b"]" * depth + b"a" * (depth - 1) + b"X\x07\x00\x00\x00entries]u."
+
+
+@pytest.mark.parametrize("depth", [100, 100_000])
+def test_a_dump_nesting_values_deeper_than_the_limit_is_left_out_with_a_note(depth):
+    reading = flight_recorder_read([("nccl_trace_rank_0", nested_list_pickle(depth))])
+    assert reading.ranks == []
+    assert "nests values more than 32 deep" in " ".join(reading.notes)
+
+
+def test_a_pickled_dump_over_the_pickle_limit_is_refused_before_it_is_loaded():
+    data = b"\x80\x02}(X\x07\x00\x00\x00versionX\x03\x00\x00\x002.4X\x07\x00\x00\x00entries]u." + b"N" * (65 * 1024**2)
+    with pytest.raises(FlightRecorderError, match="over the limit"):
+        flight_recorder_load(data)

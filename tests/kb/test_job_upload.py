@@ -4,8 +4,10 @@ message, in bounded time, leaving nothing in the temp dir; page, API and CLI giv
 
 from __future__ import annotations
 
+import gzip
 import html
 import io
+import random
 import re
 import tarfile
 import tempfile
@@ -165,6 +167,21 @@ def absolute_path_zip() -> bytes:
     return buffer.getvalue()
 
 
+def pax_header_of_digits(digits: int = 65536) -> bytes:
+    """A .tar.gz whose PAX header is a run of digits: CPython 3.11.7's tarfile searches it in quadratic time."""
+    pax = tarfile.TarInfo("././@PaxHeader")
+    pax.type, pax.size = tarfile.XHDTYPE, digits
+    log = tarfile.TarInfo(f"{RUN}/0/stderr.log")
+    log.size = 6
+    blocks = pax.tobuf(format=tarfile.USTAR_FORMAT) + b"9" * digits + b"\0" * (-digits % 512)
+    blocks += log.tobuf(format=tarfile.USTAR_FORMAT) + b"hello\n" + b"\0" * (506 + 1024)
+    return gzip.compress(blocks)
+
+
+def gzip_magic_then_bad_data() -> bytes:
+    return b"\x1f\x8b\x08\x00" + random.Random(2).randbytes(5000)
+
+
 # A protocol-2 pickle named like a Flight Recorder dump whose load would call os.system("id").
 OS_PICKLE = b"\x80\x02cos\nsystem\nq\x00X\x02\x00\x00\x00idq\x01\x85q\x02Rq\x03."
 
@@ -187,6 +204,8 @@ HOSTILE = {
         400,
         "asks to import os.system",
     ),
+    "pax-header-of-64k-digits": (pax_header_of_digits, 400, "PAX header of 65536 bytes"),
+    "gzip-magic-then-bad-data": (gzip_magic_then_bad_data, 400, "is damaged"),
 }
 
 
@@ -225,6 +244,14 @@ def test_a_hostile_archive_sent_to_the_api_is_refused_with_a_message(client, tem
     assert time.perf_counter() - started < 10
     assert response.status_code == status and message in response.json()["error"]
     assert list(temp_dir.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["pax-header-of-64k-digits", "gzip-magic-then-bad-data"])
+def test_a_hostile_archive_sent_as_a_raw_text_body_is_refused_with_a_message(client, hostile_archives, name):
+    """`text/plain` is a CORS simple request: any page could make a browser send it, so it is measured the same."""
+    _, status, message = HOSTILE[name]
+    response = client.post("/api/diagnose", hostile_archives[name], content_type="text/plain")
+    assert response.status_code == status and message in response.json()["error"]
 
 
 def test_a_hostile_archive_in_the_htmx_form_gets_the_error_fragment(client, hostile_archives):

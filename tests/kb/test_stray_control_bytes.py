@@ -13,7 +13,7 @@ import zipfile
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from kb.job_input import BINARY_CONTROL_PERCENT, file_kind, stray_control_bytes
+from diagnosis.job_files import BINARY_CONTROL_PERCENT, file_kind, stray_control_bytes
 
 pytestmark = pytest.mark.django_db
 
