@@ -17,7 +17,7 @@ RATE_EXEMPT ?=
 
 SETUPTOOLS := $(shell grep -m1 '^setuptools==' requirements-dev.txt)
 
-.PHONY: run serve loadtest test audit venv install install-dev migrate content claims browser nginx wrk bench score clean vendor-htmx
+.PHONY: run serve loadtest test check audit venv install install-dev migrate content claims browser nginx wrk bench score clean vendor-htmx
 
 run: install migrate content
 	$(PY) manage.py runserver $(HOST):$(PORT)
@@ -33,12 +33,20 @@ serve: install nginx
 	DEBUG=0 $(PY) -m config.serve --host $(HOST) --port $(PORT) --workers $(WORKERS) \
 		--rate $(DIAGNOSE_RATE) --burst $(DIAGNOSE_BURST) --rate-exempt "$(RATE_EXEMPT)"
 
+LINTED := diagnosis kb troubleshooter config tests tools
+
 test: install-dev browser nginx
-	$(VENV)/bin/ruff check diagnosis kb troubleshooter config tests
-	$(VENV)/bin/ruff format --check diagnosis kb troubleshooter config tests
+	$(VENV)/bin/ruff check $(LINTED)
+	$(VENV)/bin/ruff format --check $(LINTED)
 	$(PY) -m pytest -n auto
 	@echo "== the tests that touch the database (browser ones aside) again, on a throwaway PostgreSQL (tests/postgres/run.sh) =="
 	bash tests/postgres/run.sh $(PY) -m pytest -n auto -m "database and not browser"
+
+# The inner loop: lint, then the tests that need no browser, no database and no served stack.
+check: install-dev
+	$(VENV)/bin/ruff check $(LINTED)
+	$(VENV)/bin/ruff format --check $(LINTED)
+	$(PY) -m pytest -n auto -q -m "not browser and not database and not proxy and not slow"
 
 # Known vulnerabilities in the virtualenv's packages (pip-audit, pinned in requirements-dev.txt): fails when one is
 # found; where its service cannot answer it says so plainly and passes (see tests/audit/run.py).
