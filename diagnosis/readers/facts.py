@@ -135,12 +135,19 @@ FRAMEWORKS = _table(
 # Model-parallel layouts: each puts every rank in several process groups (tensor-, pipeline-, context- and expert-
 # parallel groups beside the data-parallel one; HSDP's shard and replicate groups; a DeviceMesh's dimensions), whose
 # SeqNums count apart. Named as launch flags, config keys and the frameworks' own log lines print them.
+_SIZE_NOT_ONE = r"(?![\s.:=]*1\b)"  # `tp_size=1`, `tensor_model_parallel_size ...... 1`
+_NOT_ONE = r"(?![-_ ]size\b[\s.:=]*1\b| with size 1\b)"
+
 PARALLELISM = _table(
     (
-        ("tensor-parallel", r"[Tt]ensor[-_ ](?:[Mm]odel[-_ ])?[Pp]arallel|\btp_size\b"),
-        ("pipeline-parallel", r"[Pp]ipeline[-_ ](?:[Mm]odel[-_ ])?[Pp]arallel|\bpp_size\b|PipelineModule|PipelineEngine"),
-        ("context-parallel", r"[Cc]ontext[-_ ][Pp]arallel|\bcp_size\b"),
-        ("expert-parallel", r"[Ee]xpert[-_ ](?:[Mm]odel[-_ ])?[Pp]arallel|\bep_size\b"),
+        # A size printed as 1 (Megatron's argument table and its "tensor-model-parallel size: 1") is no layout.
+        ("tensor-parallel", rf"[Tt]ensor[-_ ](?:[Mm]odel[-_ ])?[Pp]arallel{_NOT_ONE}|\btp_size\b{_SIZE_NOT_ONE}"),
+        (
+            "pipeline-parallel",
+            rf"[Pp]ipeline[-_ ](?:[Mm]odel[-_ ])?[Pp]arallel{_NOT_ONE}|\bpp_size\b{_SIZE_NOT_ONE}|PipelineModule|PipelineEngine",
+        ),
+        ("context-parallel", rf"[Cc]ontext[-_ ][Pp]arallel{_NOT_ONE}|\bcp_size\b{_SIZE_NOT_ONE}"),
+        ("expert-parallel", rf"[Ee]xpert[-_ ](?:[Mm]odel[-_ ])?[Pp]arallel{_NOT_ONE}|\bep_size\b{_SIZE_NOT_ONE}"),
         ("hybrid-shard", r"HYBRID_SHARD"),
         ("device-mesh", r"DeviceMesh|init_device_mesh"),
     )
