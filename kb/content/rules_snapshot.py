@@ -23,6 +23,7 @@ from diagnosis.scanning import literal_database_dump, literal_database_load, lit
 
 FORMAT = 1
 LITERALS_FILE = "literals.hs"  # the compiled literal pass of these rules (diagnosis.scanning)
+MESSAGES_FILE = "messages.hs"  # the message catalogue's literal database (diagnosis.catalogue)
 GROUPS_FILE = "literal_groups.json"  # the literal groups derived from the rules' patterns (diagnosis.scanning)
 
 
@@ -52,6 +53,8 @@ def rules_snapshot_write(
     }
     rules = rules_compile(cases, harmless, messages)
     _build_file_write(build, GROUPS_FILE, literal_groups_dump())
+    if messages is not None:
+        _build_file_write(build, MESSAGES_FILE, messages.database_bytes())
     _literal_database_cached(build, rules)
     # Written last and renamed into place: a build that has this file is complete (kb.content.publish).
     written = build / f"{RULES_FILE}.tmp"
@@ -79,7 +82,8 @@ def rules_snapshot_read(index_root: Path) -> RulesSnapshot | None:
         sections=body.get("sections", {}),
     )
     groups_loaded = _build_file_load(build, GROUPS_FILE, literal_groups_load)
-    rules = rules_compile(body["cases"], body["harmless"], messages_load(body.get("messages")))
+    database = _build_file_read(build, MESSAGES_FILE) if body.get("messages") else None
+    rules = rules_compile(body["cases"], body["harmless"], messages_load(body.get("messages"), database))
     if not groups_loaded:  # a build published by an older release, or derived by other code: left for the next start
         _build_file_write(build, GROUPS_FILE, literal_groups_dump())
     _literal_database_cached(build, rules)
@@ -98,6 +102,13 @@ def _build_file_load(build: Path, name: str, load: Callable[[bytes], bool]) -> b
         return load((build / name).read_bytes())
     except OSError:
         return False
+
+
+def _build_file_read(build: Path, name: str) -> bytes | None:
+    try:
+        return (build / name).read_bytes()
+    except OSError:
+        return None
 
 
 def _build_file_write(build: Path, name: str, content: bytes | None) -> None:

@@ -12,7 +12,7 @@ import pytest
 from django.conf import settings
 from hypothesis import given, strategies as st
 
-from kb.corpus import content_rules
+from tools.corpus import content_rules
 from diagnosis.readers.debug_dumps import LITERALS, debug_dump_rounds, debug_dumps_read
 from diagnosis.engine import job_diagnose, log_diagnose
 from diagnosis.reading import source_read

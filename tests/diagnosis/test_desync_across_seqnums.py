@@ -10,7 +10,7 @@ logs show it: 2.1 :475, 2.3 :563/:1537, 2.4 :607/:1664/:1709, 2.5 :616/:1785/:18
 import pytest
 from django.conf import settings
 
-from kb.corpus import content_rules
+from tools.corpus import content_rules
 from diagnosis.engine import log_diagnose
 from diagnosis.readers.facts import fact_literals, ranks_extract
 from diagnosis.scanning import TextScanner

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from kb.corpus import content_rules, corpus_entries
+from tools.corpus import content_rules, corpus_entries
 from diagnosis.engine import job_diagnose
 from diagnosis.reading import _file_windows, _mapped, _windows, _windows_sliced, source_read, window_spans
 from tests.waiting import wait_for
@@ -152,7 +152,7 @@ def test_rank_files_read_in_parallel_give_what_one_process_gives(rules, tmp_path
 @pytest.mark.parametrize("shape", ["multi-rank", "console"])
 def test_a_large_log_read_in_windows_whose_look_ahead_ends_mid_line_gives_the_whole_read(rules, tmp_path, shape):
     """Regression: the window's end was found one line early when its look-ahead did not end on a line break."""
-    from kb.benchmark import bench_log_write, console_log_write
+    from tools.benchmark import bench_log_write, console_log_write
 
     path = tmp_path / "job.log"
     (bench_log_write if shape == "multi-rank" else console_log_write)(path, size_bytes=1_500_000)
@@ -288,7 +288,7 @@ def _runs_joined(path: Path, rules, *, window: int, lookahead: int, runs: int = 
 
 
 def test_one_large_log_is_read_on_every_core_and_gives_what_one_process_gives(rules, tmp_path, monkeypatch):
-    from kb.benchmark import console_log_write
+    from tools.benchmark import console_log_write
     from diagnosis import parallel, reading
     from diagnosis.engine import log_diagnose
 
@@ -447,7 +447,7 @@ def test_a_worker_killed_mid_read_leaves_the_files_it_claimed_to_the_command(rul
 def test_a_job_read_on_every_core_past_its_deadline_is_partial_and_never_joins_across_a_gap(rules, tmp_path, monkeypatch):
     """Readers stop claiming once the deadline has passed; a file whose windows were not all read ends at the first
     one left unread, as one pass ends at the deadline."""
-    from kb.benchmark import console_log_write
+    from tools.benchmark import console_log_write
     from diagnosis import reading
     from diagnosis.engine import log_diagnose
 
@@ -689,7 +689,7 @@ import django
 django.setup()
 from pathlib import Path
 from django.conf import settings
-from kb.corpus import content_rules
+from tools.corpus import content_rules
 from diagnosis import parallel
 from diagnosis.engine import log_diagnose
 

@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from kb.benchmark import process_children, process_status_kb
+from tools.benchmark import process_children, process_status_kb
 
 
 def test_a_process_memory_is_read_in_kilobytes_with_its_high_water_mark():

@@ -14,7 +14,7 @@ from django.core.management import call_command
 from kb.cli import fast_main
 from kb.content.publish import current_build
 from kb.content.rules_snapshot import RULES_FILE
-from kb.corpus import corpus_entries
+from tools.corpus import corpus_entries
 from kb.models import ContentState
 from tests.kb.case_files import write_case
 

@@ -12,7 +12,7 @@ import pytest
 from django.conf import settings
 
 from kb.content.cases import case_files_read
-from kb.corpus import content_rules, corpus_entries, entry_diagnose, entry_verdict
+from tools.corpus import content_rules, corpus_entries, entry_diagnose, entry_verdict
 
 REPO = Path(__file__).resolve().parents[2]
 CONTENT = settings.CONTENT_DIR

@@ -19,7 +19,7 @@ import pytest
 from django.conf import settings
 
 from kb.content.cases import case_files_read
-from kb.corpus import content_rules, corpus_entries, corpus_score, entry_diagnose, entry_verdict
+from tools.corpus import content_rules, corpus_entries, corpus_score, entry_diagnose, entry_verdict
 
 PASTES = Path(__file__).resolve().parents[1] / "fixtures" / "pastes"
 # set: (top1, hit3, neg) it must keep

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
 
 from adversaries import crafted_log  # noqa: E402
 from config.serve import worker_budget_bytes  # noqa: E402
-from kb.benchmark import bench_log_write, process_status_kb  # noqa: E402
+from tools.benchmark import bench_log_write, process_status_kb  # noqa: E402
 
 WORKER_TIMEOUT_S = 120  # config/serve.py's default --timeout, which `make serve` keeps
 BOUNDARY = "loadtest-upload-boundary"

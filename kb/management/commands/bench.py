@@ -21,7 +21,7 @@ from typing import Iterator
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from kb.benchmark import (
+from tools.benchmark import (
     TYPICAL_ERRORS,
     bench_log_write,
     best_of,

@@ -6,7 +6,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from kb.corpus import content_rules, corpus_entries, corpus_score, entry_diagnose, entry_verdict
+from tools.corpus import content_rules, corpus_entries, corpus_score, entry_diagnose, entry_verdict
 
 
 class Command(BaseCommand):

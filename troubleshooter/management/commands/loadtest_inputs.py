@@ -6,7 +6,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand
 from django.urls import reverse
 
-from kb.benchmark import TYPICAL_ERRORS, bench_log_write
+from tools.benchmark import TYPICAL_ERRORS, bench_log_write
 from kb.models import Case
 from troubleshooter.library import library_published
 from troubleshooter.tree_model import tree_walk

@@ -1,12 +1,13 @@
 """The project's own labelled logs (tests/fixtures/logs/**/expected.yaml): run the engine over them, score
 it, and say how far its confidence can be trusted (a reliability table: confidence band → share right).
 
-Used by the test suite (one test per log) and by `manage.py reliability` (`make score`). Pure: the rules
-are compiled from content/ files, no database.
+Used by the test suite (one test per log) and by `manage.py reliability` (`make score`). No database: the rules
+are compiled from content/ files, the message catalogue included, as the site serves them.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,9 @@ import yaml
 
 from kb.content.cases import case_files_read
 from kb.content.harmless import harmless_files_read
+from diagnosis.catalogue import Catalogue
 from diagnosis.engine import CONFIDENT, Diagnosis, log_diagnose
+from diagnosis.readers.catalogue import diagnostic_messages
 from diagnosis.rules import Rules, rules_compile
 
 BANDS = ((0.0, 0.3), (0.3, 0.5), (0.5, 0.7), (0.7, 0.9), (0.9, 1.01))
@@ -57,11 +60,21 @@ def corpus_entries(root: Path) -> list[Entry]:
 
 
 def content_rules(content_dir: Path) -> Rules:
+    """The rules the site would serve from `content_dir`: cases, harmless lines and the message catalogue."""
     docs, errors = case_files_read(content_dir)
     harmless, harmless_errors = harmless_files_read(content_dir)
     if errors or harmless_errors:
         raise ValueError("content is invalid: " + "; ".join(str(e) for e in errors + harmless_errors))
-    return rules_compile([{**d.meta, "slug": d.slug} for d in docs], [h.meta for h in harmless])
+    return rules_compile(
+        [{**d.meta, "slug": d.slug} for d in docs], [h.meta for h in harmless], content_messages(Path(content_dir))
+    )
+
+
+@functools.lru_cache(maxsize=2)
+def content_messages(content_dir: Path) -> Catalogue | None:
+    """The diagnostic part of content/catalogue/messages, read once per process (a few seconds of YAML)."""
+    folder = content_dir / "catalogue" / "messages"
+    return diagnostic_messages(Catalogue.load(folder)) if any(folder.glob("*.yaml")) else None
 
 
 @dataclass
