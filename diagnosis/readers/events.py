@@ -30,7 +30,7 @@ class Failure:
 
 
 def _rule(kind: str, pattern: str) -> tuple[str, re.Pattern, tuple[str, ...]]:
-    return kind, re.compile(pattern), required_literals(pattern)
+    return kind, re.compile(pattern, re.MULTILINE), required_literals(pattern)
 
 
 # mpirun (Open MPI's orterun/prterun help text "proc-aborted-strsignal": "%s noticed that process rank %lu with PID %lu
@@ -46,6 +46,10 @@ FAILURE_RULES = (
     # torch elastic's agent (api.py) and DeepSpeed's launcher (launch.py sigkill_handler) on a worker killed by SIGKILL
     _rule("sigkill", r"failed \(exitcode: -9\) local_rank: \d+|exits with return code = -9\b"),
     _rule("sigkill", _MPIRUN_SIGNAL + r"9\b"),
+    # bash's notice of a job ended by SIGKILL (jobs.c): a script's "<name>: line N: PID Killed  command"; an
+    # interactive shell's bare "Killed", printed where the cursor was, so often after a progress bar's last redraw
+    # (srun's "task N: Killed" is not one: Slurm reports so the tasks it killed itself once another failed)
+    _rule("sigkill", r"line \d+: +\d+ Killed +\S|(?:^|[\]|]|[^:] )Killed[ \t]*$"),
     _rule("ecc-error", r"uncorrectable ECC error encountered"),
     _rule("ecc-error", r"NVRM: Xid \([^)\n]{0,80}\): (?:48|63|64|92|94|95),"),
     _rule("cuda-error", r"NVRM: Xid \([^)\n]{0,80}\): (?:74|79),|GPU has fallen off the bus"),
