@@ -14,6 +14,7 @@ from diagnosis.readers.events import Failure, failure_exception
 from diagnosis.readers.facts import (
     BAND_FACTS,
     GENERIC_FACTS,
+    RankState,
     facts_bounded,
     rank_facts,
 )
@@ -23,7 +24,7 @@ from diagnosis.readers import READERS
 from diagnosis.readers.base import Evidence, FileReading, Harmless, JobParts
 from diagnosis.reading import Source, reading_rank_set, source_read
 from diagnosis.rules import Rules
-from diagnosis.readers.stacks import Stack, stack_collectives
+from diagnosis.readers.stacks import Stack, gloo_waits, stack_collectives
 from diagnosis.readers.timeouts import timeouts_summary
 from diagnosis.rank_groups import rank_groups_build
 from diagnosis.verdict import RankVerdict, rank_verdict, seqnum_counters_apart, stack_groups, verdict_facts
@@ -145,6 +146,7 @@ def job_diagnose(
 
     if len(facts.get("nccl_versions") or []) > 1 or {"<2.24", ">=2.24"} <= set(facts.get("nccl_band") or []):
         facts["nccl_builds_differ"] = True  # nodes (or containers) run different NCCL builds
+    _gloo_ranks(all_ranks, gloo_waits([stack for stack, _ in all_stacks]), failures)
     job_rank_facts = rank_facts(all_ranks)
     facts.update(job_rank_facts)
     timeouts, timeout_facts = timeouts_summary(limits, facts.get("ran_for_ms"))
@@ -224,6 +226,20 @@ def job_diagnose(
         rank_groups=where,
         timeouts=timeouts,
     )
+
+
+def _gloo_ranks(ranks: dict[int, RankState], waits: list, failures: list[Failure]) -> None:
+    """A gloo timeout reads like a watchdog's: the rank whose traceback ends in one waited in that collective. A
+    traceback that names no rank (PyTorch <= 2.1 prints no "[rankN]:" prefix) is that of the one rank torchrun's
+    failure table says exited with an error, when the log holds one such traceback and the table one such rank."""
+    unnamed = [wait for wait in waits if wait.rank is None]
+    exited = {f.rank for f in failures if f.kind == "exit" and f.rank is not None}
+    for wait in waits:
+        rank = wait.rank
+        if rank is None and len(unnamed) == 1 and len(exited) == 1:
+            rank = next(iter(exited))
+        if rank is not None and rank not in ranks:
+            ranks[rank] = RankState(rank=rank, op=wait.op, timeout_ms=wait.timeout_ms, line=wait.line)
 
 
 def _frame_signals(rules: Rules, stacks: list[tuple[Stack, str | None]], per_case: dict[str, dict]) -> None:

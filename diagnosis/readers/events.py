@@ -89,6 +89,7 @@ _EFFECT_WORDS = (
     "SystemExit",
     "aborted",
     "Gloo",
+    "monitoredBarrier",  # ProcessGroupGloo::monitoredBarrier: a rank that waited for another (both sides name it)
 )
 _RANK_NEAR = re.compile(rf"{TORCHRUN_PREFIX}|\[Rank (\d{{1,5}})\]|{TAG_OUTPUT_PREFIX}|\brank[ :=]{{1,3}}(\d{{1,5}})\b")
 _TIME = re.compile(
