@@ -153,7 +153,7 @@ def job_diagnose(
     facts.update(timeout_facts)
     if recorder is not None:
         facts.update(recorder.facts)
-    failure = _earliest(failures)
+    failure = _earliest([f for f in failures if f.kind != "exit"])
     world_size = max(facts.get("world_size") or 0, max(file_ranks) + 1 if file_ranks else 0) or None
     apart = seqnum_counters_apart(all_ranks, facts, world_size)
     verdict = rank_verdict(all_ranks, world_size, failure if all_ranks else None, counters_apart=apart)
@@ -175,6 +175,8 @@ def job_diagnose(
         facts["first_failure"] = failure.kind
         if failure.rank is not None:
             facts["first_failure_rank"] = failure.rank
+        fired = any(limit.get("fired") for limit in (timeouts or {}).get("limits", []))
+        facts["failed_before_timeout"] = not facts.get("timed_out_ranks") and not fired
     _frame_signals(rules, all_stacks, per_case)
     _condition_signals(rules, facts, per_case)
 
@@ -346,7 +348,9 @@ def _step_applies(step, facts: dict[str, Any]) -> bool:
 
 
 def _earliest(failures: list[Failure]) -> Failure | None:
-    """torchrun's own root cause first, then the earliest failure (by time when every one has a time)."""
+    """The earliest failure: by time when every one has a time, else the first in file order (each file's own
+    earliest, torchrun's root cause where its table names a kill). A launcher's epilogue (a bare exit code) is
+    never one: the caller leaves those out."""
     if not failures:
         return None
     timed = [f for f in failures if f.time]

@@ -84,7 +84,7 @@ def rank_verdict(
         )
     if silent:
         parts.append(
-            f"{ranks_text(silent)} of {size} never reported a timeout: "
+            f"{ranks_text(silent)} of {size if world_size else f'at least {size}'} never reported a timeout: "
             f"{'it is' if len(silent) == 1 else 'they are'} most likely where the job is stuck"
         )
     if failure is not None:
@@ -115,7 +115,8 @@ def failure_text(failure: Failure) -> str:
         "exit": f"exited with an error ({failure.text[:120]})",
     }.get(failure.kind, "failed")
     when = f" at {failure.time}" if failure.time else ""
-    return f"{who} {what}{when} (line {failure.line})"
+    where = f"; its innermost frame: {failure.frame} (line {failure.frame_line})" if failure.frame and failure.frame_line else ""
+    return f"{who} {what}{when} (line {failure.line}){where}"
 
 
 def verdict_facts(verdict: RankVerdict | None) -> dict[str, Any]:
@@ -419,7 +420,9 @@ def stack_groups(stacks: list[tuple[Stack, str | None]]) -> list[dict]:
         by_place.setdefault(tuple(stack.frames[:3]), []).append((stack, source))
     groups = []
     for place, members in by_place.items():
-        ranks = sorted({s.rank for s, _ in members if s.rank is not None})
+        # a traceback's rank is its "[rankN]:" prefix: a rank named on a line above an unprefixed one is as often
+        # another rank's output (PyTorch <= 2.1 interleaves them)
+        ranks = sorted({s.rank for s, _ in members if s.rank is not None and not (s.kind == "traceback" and s.rank_nearby)})
         who = ranks_text(ranks) if ranks else f"{len(members)} stack{'s' if len(members) > 1 else ''}"
         groups.append(
             {

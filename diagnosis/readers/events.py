@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from diagnosis.scanning import TextScanner, required_literals
-from diagnosis.readers.stacks import Stack
+from diagnosis.readers.stacks import Stack, stacks_extract
 from diagnosis.text import TAG_OUTPUT_PREFIX, TORCHRUN_PREFIX, LineLocator
 import dataclasses
 
@@ -20,13 +20,17 @@ from diagnosis.readers.base import FileReading, JobParts, Window
 
 @dataclass(frozen=True)
 class Failure:
-    kind: str  # sigkill | oom-kill | signal | cuda-error | ecc-error | exception | exit (a bare non-zero exit code)
+    # sigkill | oom-kill | signal | cuda-error | ecc-error | exception | exit (a launcher's table names a rank that ended
+    # with a bare non-zero exit code, SIGABRT, SIGTERM or SIGINT: the epilogue of a failure, never its cause)
+    kind: str
     line: int
     text: str
     rank: int | None = None
     time: str | None = None
     source: str | None = None
     start_line: int | None = None  # where the text that reports it starts (a table's header), when not `line`
+    frame: str | None = None  # an exception's innermost frame (path:function), where to look first
+    frame_line: int | None = None  # the log line of that frame
 
 
 def _rule(kind: str, pattern: str) -> tuple[str, re.Pattern, tuple[str, ...]]:
@@ -112,20 +116,67 @@ def first_failure(scanner: TextScanner, lines: LineLocator, stacks: list[Stack],
             found.append(
                 (offset, Failure(kind, lines.line_number(offset), line_text, _rank_in(line_text), _time_in(line_text), source))
             )
-    for stack in stacks:
+    for index, stack in enumerate(stacks):
         if failure_exception(stack):
-            offset = stack.offset
-            found.append((offset, Failure("exception", stack.line, stack.exception, stack.rank, None, source)))
+            raised = _original(stack, stacks[index + 1 : index + 2])
+            found.append(
+                (
+                    stack.offset,
+                    Failure(
+                        "exception",
+                        stack.line,
+                        raised.exception or stack.exception,
+                        # a rank named on a line above an unprefixed traceback is as often another rank's output
+                        None if stack.rank_nearby else stack.rank,
+                        None,
+                        source,
+                        frame=raised.frames[0] if raised.frames else None,
+                        frame_line=raised.frame_lines[0] if raised.frame_lines else None,
+                    ),
+                )
+            )
             break
     if not found:
         return root  # a plain non-zero exit: what failed is not known, only that something did
     return min(found, key=lambda item: item[0])[1]
 
 
+# A launcher's own closing traceback (torchrun's `sys.exit(main())` down to `raise ChildFailedError(`), which reports
+# that a worker failed, never why: frames of the launcher, innermost first
+_LAUNCHER_FRAMES = re.compile(
+    r"torch/distributed/(?:launcher/api\.py:launch_agent|run\.py:(?:main|run)|elastic/multiprocessing/errors/__init__\.py:wrapper)$"
+    r"|torch/distributed/launch\.py:(?:sigkill_handler|main)$"  # torch.distributed.launch (<= 1.8): CalledProcessError
+    r"|deepspeed/launcher/(?:runner|launch)\.py:main$|/torchrun:<module>$"
+)
+
+
+# torch.utils.data re-raises a loader worker's exception in the main process as "<Type>: Caught <Type> in DataLoader
+# worker process N." followed by "Original Traceback (most recent call last):" and the worker's own frames
+# (torch/_utils.py ExceptionWrapper.reraise, 1.13 to 2.14)
+_LOADER_RERAISE = re.compile(r"Caught \w+ in DataLoader worker process \d+")
+
+
+def _original(stack: Stack, following: list[Stack]) -> Stack:
+    """The traceback that says where an exception was raised: a loader worker's own (the next traceback, of the same
+    rank) for an exception the DataLoader re-raised, else the stack itself."""
+    if stack.exception and _LOADER_RERAISE.search(stack.exception):
+        end = stack.frame_lines[0] if stack.frame_lines else stack.line
+        for later in following:
+            same = later.rank == stack.rank or later.rank_nearby or stack.rank_nearby
+            if later.kind == "traceback" and same and later.frames and later.line - end <= 6:
+                return later
+    return stack
+
+
 def failure_exception(stack: Stack) -> bool:
     """A traceback that ends in an error of its own (not an interrupt, nor a distributed timeout or abort,
-    which are what waiting looks like when it is cut short)."""
-    return stack.kind == "traceback" and bool(stack.exception) and not any(w in stack.exception for w in _EFFECT_WORDS)
+    which are what waiting looks like when it is cut short, nor a launcher's report that a worker failed)."""
+    return (
+        stack.kind == "traceback"
+        and bool(stack.exception)
+        and not any(w in stack.exception for w in _EFFECT_WORDS)
+        and not any(_LAUNCHER_FRAMES.search(frame) for frame in stack.frames[:4])
+    )
 
 
 def _root_cause(scanner: TextScanner, lines: LineLocator, source: str | None) -> Failure | None:
@@ -145,7 +196,9 @@ def _root_cause(scanner: TextScanner, lines: LineLocator, source: str | None) ->
     if chosen is None:
         return None
     exitcode = chosen["exitcode"]
-    kind = _SIGNALS.get(exitcode, "exit" if exitcode > 0 else "signal")
+    # SIGABRT is how ProcessGroupNCCL's watchdog takes a process down after a timeout, SIGTERM and SIGINT how the agent
+    # and a user stop workers: the table saying so names no cause of its own, only that the rank ended ("exit")
+    kind = _SIGNALS.get(exitcode, "exit" if exitcode > 0 or exitcode in (-6, -15, -2) else "signal")
     return Failure(
         kind,
         lines.line_number(chosen["offset"]),
@@ -208,6 +261,10 @@ class EventsReader:
 
     def read(self, window: Window, part: FileReading) -> None:
         failure = first_failure(window.scanner, window.lines, part.stacks, window.label)
+        if failure is not None and failure.kind == "exception" and _LOADER_RERAISE.search(failure.text):
+            # the worker's own traceback may start past this window's part, in its look-ahead
+            ahead = [s for s in stacks_extract(window.scanner, window.lines) if s.offset >= window.start]
+            failure = first_failure(window.scanner, window.lines, ahead, window.label)
         if failure is not None and not window.whole:
             first_own = window.lines.line_number(window.start)
             last_own = window.lines.line_number(max(window.start, window.limit - 1))
@@ -221,8 +278,12 @@ class EventsReader:
     def shift(self, part: FileReading, by: int) -> None:
         if part.failure is not None:
             start_line = part.failure.start_line
+            frame_line = part.failure.frame_line
             part.failure = dataclasses.replace(
-                part.failure, line=part.failure.line + by, start_line=None if start_line is None else start_line + by
+                part.failure,
+                line=part.failure.line + by,
+                start_line=None if start_line is None else start_line + by,
+                frame_line=None if frame_line is None else frame_line + by,
             )
 
     def job_add(self, job: JobParts, reading: FileReading) -> None:

@@ -20,6 +20,7 @@ from diagnosis.readers.base import FileReading, JobParts, Window
 MAX_STACKS = 256
 MAX_FRAMES = 200
 MAX_LINE = 2000  # longer lines are not frames; the regexes never see more than this
+INTERLEAVED_LINES = 4  # other processes' lines a traceback may hold between a frame and its source line
 
 # Where a stack starts, by format. Each header is also a scanner literal, so absent formats cost nothing.
 TRACEBACK = "Traceback (most recent call last):"
@@ -140,14 +141,30 @@ def _stack_read(text, start, header, walker, rank, line_no, lines) -> Stack | No
 def _traceback(walker, stack: Stack, lines: LineLocator) -> Stack:
     """Python prints the outermost frame first; the exception line ends the block."""
     frames: list[tuple[str, int]] = []
-    for offset, raw in walker:
+    after_frame = False  # the line before was a frame's `File "...", line N, in f`
+    pending: list = []
+    while True:
+        item = pending.pop(0) if pending else next(walker, None)
+        if item is None:
+            break
+        offset, raw = item
         line, _ = rank_prefix_split(raw)
         match = _TRACEBACK_FRAME.search(line)
         if match:
             frames.append((frame_name(match.group(1), match.group(2)), offset))
+            after_frame = True
         elif line.startswith(("    ", "\t")) or not line.strip() or line.strip().startswith(("^", "~")):
+            after_frame = False
             continue  # the source line under a frame, or the caret line of 3.11+
         else:
+            if after_frame and not pending:
+                # Lines of other processes written between a frame and its source line (ranks' and the agent's
+                # unprefixed output interleave, PyTorch <= 2.3): the traceback goes on under them
+                resumed = _traceback_resumes(walker)
+                if resumed is not None:
+                    pending = [resumed]
+                    after_frame = False
+                    continue
             stack.exception = line.strip()[:300]
             break
         if len(frames) >= MAX_FRAMES:
@@ -157,6 +174,17 @@ def _traceback(walker, stack: Stack, lines: LineLocator) -> Stack:
         stack.frame_lines.append(lines.line_number(offset))
     return stack
 
+
+def _traceback_resumes(walker):
+    """The next line of a traceback (a source line or a frame) within the next INTERLEAVED_LINES lines, or None."""
+    for _ in range(INTERLEAVED_LINES):
+        ahead = next(walker, None)
+        if ahead is None:
+            return None
+        following = rank_prefix_split(ahead[1])[0]
+        if following.startswith("    ") or _TRACEBACK_FRAME.search(following):
+            return ahead
+    return None
 
 
 def _frames(walker, stack: Stack, pattern: re.Pattern, lines: LineLocator) -> Stack:
