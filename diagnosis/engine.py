@@ -156,7 +156,8 @@ def job_diagnose(
     failure = _earliest([f for f in failures if f.kind != "exit"])
     world_size = max(facts.get("world_size") or 0, max(file_ranks) + 1 if file_ranks else 0) or None
     apart = seqnum_counters_apart(all_ranks, facts, world_size)
-    verdict = rank_verdict(all_ranks, world_size, failure if all_ranks else None, counters_apart=apart)
+    listed = job.parts.get("launcher_ranks") or set()
+    verdict = rank_verdict(all_ranks, world_size, failure if all_ranks else None, counters_apart=apart, listed=listed)
     facts.update(verdict_facts(verdict))
     if job_rank_facts.get("ranks_disagree"):
         facts["ranks_disagree"] = True

@@ -34,12 +34,18 @@ class RankVerdict:
 
 
 def rank_verdict(
-    ranks: dict[int, RankState], world_size: int | None, failure: Failure | None = None, *, counters_apart: str = ""
+    ranks: dict[int, RankState],
+    world_size: int | None,
+    failure: Failure | None = None,
+    *,
+    counters_apart: str = "",
+    listed: frozenset[int] | set[int] = frozenset(),
 ) -> RankVerdict | None:
     """Say which ranks are behind (lowest progress), which never reported, and whether ranks disagree on
     the collective at the same or adjacent sequence number. None when no rank reported a watchdog timeout.
     `counters_apart` (from `seqnum_counters_apart`) says why the ranks' SeqNums may count different sequences; then
-    only timeouts whose lines name the same group are compared."""
+    only timeouts whose lines name the same group are compared. `listed`: ranks a launcher's failure table names (they
+    are processes of the job, silent when they printed no timeout)."""
     reporting = {r: s for r, s in ranks.items() if s.op or s.last_completed is not None}
     if not reporting:
         return None
@@ -51,9 +57,11 @@ def rank_verdict(
     ran_past = _ran_past(reporting, counters_apart)
     disagree = _disagree(reporting, counters_apart) or bool(mismatch) or bool(ran_past)
     silent = _silent(reporting, world_size)
+    if listed:  # a launcher's table closes the whole job: every rank up to the highest it or a timeout names exists
+        silent = sorted(set(silent) | (set(range(max(set(listed) | set(reporting)) + 1)) - set(reporting)))
     seqs = [s.seq for s in reporting.values() if s.seq is not None]
     first = bool(seqs) and max(seqs) <= 1 and len({s.pg for s in reporting.values()}) == 1
-    size = max(world_size or 0, max(reporting) + 1)
+    size = max(world_size or 0, max(reporting) + 1, max(listed, default=-1) + 1)
     objects = any(_size_exchange(s) for s in reporting.values())
 
     parts = [f"{ranks_text(sorted(reporting))} timed out"]

@@ -210,6 +210,21 @@ def _root_cause(scanner: TextScanner, lines: LineLocator, source: str | None) ->
     )
 
 
+def launcher_ranks(scanner: TextScanner, start: int = 0, limit: int | None = None) -> list[int]:
+    """The ranks torchrun's failure table lists (under "Failures:" and "Root Cause"), for tables whose "Root Cause"
+    line lies in [start, limit): each is a process of the job, whether it failed, timed out or was stopped (-15)."""
+    text = scanner.text
+    ranks: set[int] = set()
+    for span in scanner.lines_with(_ROOT_CAUSE):
+        if not start <= span[0] < (len(text) if limit is None else limit):
+            continue
+        table_start = text.rfind("Failures:", max(0, span[0] - 20_000), span[0])
+        entries = _table_entries(text, table_start if table_start != -1 else span[0], span[0])
+        entries += _table_entries(text, span[1] + 1, None, limit=1)
+        ranks |= {e["rank"] for e in entries if e.get("rank") is not None}
+    return sorted(ranks)
+
+
 def _table_entries(text: str, start: int, end: int | None, limit: int = 16) -> list[dict]:
     """Entries (`[N]:` then `time`, `rank`, `exitcode`, `traceback` fields) of a torchrun failure table."""
     entries: list[dict] = []
@@ -271,9 +286,15 @@ class EventsReader:
             if not first_own <= (failure.start_line or failure.line) <= last_own:
                 failure = None  # it starts in the look-behind or look-ahead: another window's
         part.failure = failure
+        listed = launcher_ranks(window.scanner, window.start, window.limit)
+        if listed:
+            part.parts["launcher_ranks"] = listed
 
     def merge(self, into: FileReading, later: FileReading) -> None:
         into.failure = into.failure or later.failure
+        listed = sorted(set(into.parts.get("launcher_ranks", [])) | set(later.parts.get("launcher_ranks", [])))
+        if listed:
+            into.parts["launcher_ranks"] = listed
 
     def shift(self, part: FileReading, by: int) -> None:
         if part.failure is not None:
@@ -289,6 +310,7 @@ class EventsReader:
     def job_add(self, job: JobParts, reading: FileReading) -> None:
         if reading.failure:
             job.failures.append(reading.failure)
+        job.parts.setdefault("launcher_ranks", set()).update(reading.parts.get("launcher_ranks", []))
 
 
 READER = EventsReader()

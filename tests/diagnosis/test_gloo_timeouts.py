@@ -93,3 +93,16 @@ def test_a_rank_silent_at_the_barrier_is_not_rank_0_when_rank_0_timed_out(rules)
     diagnosis = run(rules, GENERATED / "barrier-rank1-silent-gloo-timeout-torch2150.log")
     assert diagnosis.facts["silent_ranks"] == [1]
     assert RANK0 not in confident(diagnosis)
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_without_the_launch_line_torchrun_s_table_says_which_ranks_the_job_has(rules, release):
+    # what a user pastes: the output, not the command that started it (the fixture's first line is the generator's)
+    text = (GENERATED / f"rank0-busy-barrier-gloo-timeout-{release}.log").read_text()
+    assert text.startswith("$ torchrun --nproc_per_node=2")
+    pasted = text.split("\n", 1)[1]
+    diagnosis = log_diagnose([("log", pasted.encode())], rules)
+    assert "world_size" not in diagnosis.facts
+    assert diagnosis.facts["silent_ranks"] == [0]
+    assert "rank 0 of at least 2 never reported a timeout" in diagnosis.verdict.summary
+    assert confident(diagnosis)[:1] == [RANK0]
