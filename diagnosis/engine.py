@@ -4,13 +4,14 @@ frame signatures and fact conditions, and explain each match with evidence."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from diagnosis.conditions import condition_holds
-from diagnosis.readers.events import Failure, failure_exception
+from diagnosis.readers.events import Failure, failure_effects, failure_exception
 from diagnosis.readers.facts import (
     BAND_FACTS,
     GENERIC_FACTS,
@@ -154,6 +155,8 @@ def job_diagnose(
     if recorder is not None:
         facts.update(recorder.facts)
     failure = _earliest([f for f in failures if f.kind != "exit"])
+    if failure is not None:
+        failure = dataclasses.replace(failure, effects=failure_effects(failure, all_stacks))
     world_size = max(facts.get("world_size") or 0, max(file_ranks) + 1 if file_ranks else 0) or None
     apart = seqnum_counters_apart(all_ranks, facts, world_size)
     listed = job.parts.get("launcher_ranks") or set()

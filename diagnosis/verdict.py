@@ -124,7 +124,11 @@ def failure_text(failure: Failure) -> str:
     }.get(failure.kind, "failed")
     when = f" at {failure.time}" if failure.time else ""
     where = f"; its innermost frame: {failure.frame} (line {failure.frame_line})" if failure.frame and failure.frame_line else ""
-    return f"{who} {what}{when} (line {failure.line}){where}"
+    effects = ""
+    if failure.effects:
+        many = len(failure.effects) > 1
+        effects = f"; the error{'s' if many else ''} that followed ({'; '.join(failure.effects[:3])}) {'are' if many else 'is'} its effect"
+    return f"{who} {what}{when} (line {failure.line}){where}{effects}"
 
 
 def verdict_facts(verdict: RankVerdict | None) -> dict[str, Any]:

@@ -31,6 +31,7 @@ class Failure:
     start_line: int | None = None  # where the text that reports it starts (a table's header), when not `line`
     frame: str | None = None  # an exception's innermost frame (path:function), where to look first
     frame_line: int | None = None  # the log line of that frame
+    effects: tuple[str, ...] = ()  # other ranks' errors that follow from it ("rank 0: RuntimeError: ... closed by peer")
 
 
 def _rule(kind: str, pattern: str) -> tuple[str, re.Pattern, tuple[str, ...]]:
@@ -154,6 +155,28 @@ _LAUNCHER_FRAMES = re.compile(
 # worker process N." followed by "Original Traceback (most recent call last):" and the worker's own frames
 # (torch/_utils.py ExceptionWrapper.reraise, 1.13 to 2.14)
 _LOADER_RERAISE = re.compile(r"Caught \w+ in DataLoader worker process \d+")
+
+
+# What a rank prints when a peer it talks to is gone: gloo's transport, NCCL's aborts and remote errors
+_PEER_LOST = ("Connection closed by peer", "Connection reset by peer", "Broken pipe", "NCCL", "DistBackendError", "aborted")
+
+
+def failure_effects(failure: Failure, stacks: list[tuple[Stack, str | None]], limit: int = 8) -> tuple[str, ...]:
+    """Other processes' tracebacks that end in a lost peer (gloo's "Connection closed by peer", an NCCL error or
+    abort): the effects of `failure`, one "rank N: <error>" each; for an exception, those printed after it."""
+    found: list[str] = []
+    for stack, source in stacks:
+        if stack.kind != "traceback" or not stack.exception or failure_exception(stack):
+            continue
+        if failure.kind == "exception" and source == failure.source and stack.line <= failure.line:
+            continue  # (a kill that torchrun's table reports at the end came before the errors printed above it)
+        if not any(word in stack.exception for word in _PEER_LOST):
+            continue
+        rank = stack.rank if stack.rank is not None and not stack.rank_nearby else None
+        found.append(f"{'rank ' + str(rank) if rank is not None else 'a process'}: {stack.exception[:160]}")
+        if len(found) >= limit:
+            break
+    return tuple(found)
 
 
 def _original(stack: Stack, following: list[Stack]) -> Stack:

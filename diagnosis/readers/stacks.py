@@ -396,6 +396,12 @@ def gloo_waits(stacks: list[Stack]) -> list[GlooWait]:
         )
         ms = match.group("ms") or match.group("mb_ms")
         found.append(
-            GlooWait(None if stack.rank_nearby else stack.rank, _OP_TYPES.get(collective or ""), int(ms) if ms else None, stack.line, collective)
+            GlooWait(
+                None if stack.rank_nearby else stack.rank,
+                _OP_TYPES.get(collective or ""),
+                int(ms) if ms else None,
+                stack.line,
+                collective,
+            )
         )
     return found

@@ -23,6 +23,7 @@ from diagnosis.readers.stacks import stacks_extract
 from diagnosis.result import Catalog
 from diagnosis.scanning import TextScanner
 from diagnosis.text import LineLocator, paste_repair
+from diagnosis.verdict import failure_text
 from kb.corpus import content_rules
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
@@ -136,3 +137,18 @@ def test_ranks_seen_without_a_world_size_give_a_lower_bound_only(rules):
     assert diagnosis.verdict.silent == [0]
     assert "rank 0 of at least 4 never reported" in diagnosis.verdict.summary
     assert "world_size" not in diagnosis.facts
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_others_errors_are_named_as_the_first_failure_s_effect(rules, release):
+    diagnosis = run(rules, GENERATED / f"keyerror-dataloader-rank1-peer-closed-{release}.log")
+    [effect] = diagnosis.failure.effects
+    assert "Connection closed by peer [127.0.0.1]:" in effect
+    assert effect.startswith("a process: " if release == "torch212" else "rank 0: ")
+    assert "the error that followed (" in failure_text(diagnosis.failure)
+
+
+def test_a_kill_torchrun_reports_at_the_end_still_explains_the_errors_printed_above_it(rules):
+    diagnosis = run(rules, GENERATED / "rank1-sigkill-childfailed-torch2150.log")
+    assert diagnosis.failure.kind == "sigkill"
+    assert [e.split(":")[0] for e in diagnosis.failure.effects] == ["rank 0"]
