@@ -129,9 +129,10 @@ def _line_numbers_stripped(lines: list[str]) -> list[str] | None:
     """The lines without the line numbers they were copied with, or None when the paste has none: nine in ten of its
     non-blank lines start with a number, the numbers only grow, and four in five steps from one to the next are +1
     (srun --label's "N: " counts ranks over and over, never only up)."""
-    nonblank = [i for i, line in enumerate(lines) if line.strip()]
-    if len(nonblank) < 3:
+    head = [line for line in lines[:200] if line.strip()][:50]  # most pastes have none: the head tells at once
+    if len(head) < 3 or sum(_LINE_NUMBER_RE.match(line) is not None for line in head) * 10 < len(head) * 9:
         return None
+    nonblank = [i for i, line in enumerate(lines) if line.strip()]
     found = [(i, _LINE_NUMBER_RE.match(lines[i])) for i in nonblank]
     numbered = [(i, m) for i, m in found if m is not None]
     if len(numbered) * 10 < len(nonblank) * 9:
