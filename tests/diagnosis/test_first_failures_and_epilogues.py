@@ -24,7 +24,10 @@ from diagnosis.result import Catalog
 from diagnosis.scanning import TextScanner
 from diagnosis.text import LineLocator, paste_repair
 from diagnosis.verdict import failure_text
-from kb.corpus import content_rules
+try:
+    from tools.corpus import content_rules  # where main keeps it from e2027f0 on
+except ImportError:
+    from kb.corpus import content_rules
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 GENERATED = LOGS / "generated"
