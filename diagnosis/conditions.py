@@ -79,9 +79,14 @@ FACTS: dict[str, tuple[str, str]] = {
     "watchdog_late_s": ("int", "how long after its limit the watchdog reported a timeout, when that was over 10 minutes"),
     "first_failure": (
         "str",
-        "the kind of the earliest failure: sigkill, oom-kill, signal, cuda-error, ecc-error, exception, exit",
+        "the kind of the earliest failure: sigkill, oom-kill, signal, cuda-error, ecc-error, exception",
     ),
     "first_failure_rank": ("int", "the rank of the earliest failure, when the log says"),
+    "failed_before_timeout": (
+        "bool",
+        "a rank failed on its own (an exception, a signal, a kill, a GPU error) and no rank printed a timeout: the "
+        "others' errors (a peer that closed its connection, an aborted communicator) are that failure's effect",
+    ),
     "stack_frames": ("strs", "innermost frames of the pasted stacks, as path:function"),
     "rank_stacks": ("str", "'present' when the log holds stacks that show where processes wait (py-spy, faulthandler, gdb)"),
     "flight_recorder": ("str", "'present' when Flight Recorder evidence was read (dumps, or the analyzer's report)"),
@@ -155,6 +160,7 @@ FACT_LABELS = {
     "printed": "What the catalogued lines say",
     "printed_by": "Releases that print these lines",
     "first_failure_rank": "Rank that failed first",
+    "failed_before_timeout": "A rank failed before any timeout",
     "stack_frames": "Innermost stack frames",
     "nccl_tests": "nccl-tests",
     "p2p_check": "CUDA peer-to-peer test",

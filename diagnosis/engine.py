@@ -4,16 +4,18 @@ frame signatures and fact conditions, and explain each match with evidence."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from diagnosis.conditions import condition_holds
-from diagnosis.readers.events import Failure, failure_exception
+from diagnosis.readers.events import Failure, failure_effects, failure_exception
 from diagnosis.readers.facts import (
     BAND_FACTS,
     GENERIC_FACTS,
+    RankState,
     facts_bounded,
     rank_facts,
 )
@@ -23,7 +25,7 @@ from diagnosis.readers import READERS
 from diagnosis.readers.base import Evidence, FileReading, Harmless, JobParts
 from diagnosis.reading import Source, reading_rank_set, source_read
 from diagnosis.rules import Rules
-from diagnosis.readers.stacks import Stack, stack_collectives
+from diagnosis.readers.stacks import Stack, gloo_waits, stack_collectives
 from diagnosis.readers.timeouts import timeouts_summary
 from diagnosis.rank_groups import rank_groups_build
 from diagnosis.verdict import RankVerdict, rank_verdict, seqnum_counters_apart, stack_groups, verdict_facts
@@ -154,16 +156,20 @@ def job_diagnose(
 
     if len(facts.get("nccl_versions") or []) > 1 or {"<2.24", ">=2.24"} <= set(facts.get("nccl_band") or []):
         facts["nccl_builds_differ"] = True  # nodes (or containers) run different NCCL builds
+    _gloo_ranks(all_ranks, gloo_waits([stack for stack, _ in all_stacks]), failures)
     job_rank_facts = rank_facts(all_ranks)
     facts.update(job_rank_facts)
     timeouts, timeout_facts = timeouts_summary(limits, facts.get("ran_for_ms"))
     facts.update(timeout_facts)
     if recorder is not None:
         facts.update(recorder.facts)
-    failure = _earliest(failures)
+    failure = _earliest([f for f in failures if f.kind != "exit"])
+    if failure is not None:
+        failure = dataclasses.replace(failure, effects=failure_effects(failure, all_stacks))
     world_size = max(facts.get("world_size") or 0, max(file_ranks) + 1 if file_ranks else 0) or None
     apart = seqnum_counters_apart(all_ranks, facts, world_size)
-    verdict = rank_verdict(all_ranks, world_size, failure if all_ranks else None, counters_apart=apart)
+    listed = job.parts.get("launcher_ranks") or set()
+    verdict = rank_verdict(all_ranks, world_size, failure if all_ranks else None, counters_apart=apart, listed=listed)
     facts.update(verdict_facts(verdict))
     if job_rank_facts.get("ranks_disagree"):
         facts["ranks_disagree"] = True
@@ -182,6 +188,8 @@ def job_diagnose(
         facts["first_failure"] = failure.kind
         if failure.rank is not None:
             facts["first_failure_rank"] = failure.rank
+        fired = any(limit.get("fired") for limit in (timeouts or {}).get("limits", []))
+        facts["failed_before_timeout"] = not facts.get("timed_out_ranks") and not fired
     _frame_signals(rules, all_stacks, per_case)
     _condition_signals(rules, facts, per_case)
 
@@ -234,6 +242,20 @@ def job_diagnose(
         timeouts=timeouts,
         parts=job.parts,
     )
+
+
+def _gloo_ranks(ranks: dict[int, RankState], waits: list, failures: list[Failure]) -> None:
+    """A gloo timeout reads like a watchdog's: the rank whose traceback ends in one waited in that collective. A
+    traceback that names no rank (PyTorch <= 2.1 prints no "[rankN]:" prefix) is that of the one rank torchrun's
+    failure table says exited with an error, when the log holds one such traceback and the table one such rank."""
+    unnamed = [wait for wait in waits if wait.rank is None]
+    exited = {f.rank for f in failures if f.kind == "exit" and f.rank is not None}
+    for wait in waits:
+        rank = wait.rank
+        if rank is None and len(unnamed) == 1 and len(exited) == 1:
+            rank = next(iter(exited))
+        if rank is not None and rank not in ranks:
+            ranks[rank] = RankState(rank=rank, op=wait.op, timeout_ms=wait.timeout_ms, line=wait.line)
 
 
 def _frame_signals(rules: Rules, stacks: list[tuple[Stack, str | None]], per_case: dict[str, dict]) -> None:
@@ -340,7 +362,9 @@ def _step_applies(step, facts: dict[str, Any]) -> bool:
 
 
 def _earliest(failures: list[Failure]) -> Failure | None:
-    """torchrun's own root cause first, then the earliest failure (by time when every one has a time)."""
+    """The earliest failure: by time when every one has a time, else the first in file order (each file's own
+    earliest, torchrun's root cause where its table names a kill). A launcher's epilogue (a bare exit code) is
+    never one: the caller leaves those out."""
     if not failures:
         return None
     timed = [f for f in failures if f.time]

@@ -119,6 +119,34 @@ def _watchdog_part(line: str, before: str) -> bool:
     return _WATCHDOG_PART_RE.match(line) is not None and any(head in before for head in _WATCHDOG_HEADS)
 
 
+# A line number a copy brought along: a code view's or an editor's gutter ("  12 | "), `cat -n` ("    12\t"), `nl`,
+# `grep -n` ("12:") or a plain "12 ".
+# `grep -n`'s "12:" has no space after the colon; "12: " is srun --label's, which is a rank, not a line number.
+_LINE_NUMBER_RE = re.compile(r"[ \t]{0,8}(\d{1,7})(?:[ \t]{0,4}[|\u2502] ?|:(?! )|\t| )")
+
+
+def _line_numbers_stripped(lines: list[str]) -> list[str] | None:
+    """The lines without the line numbers they were copied with, or None when the paste has none: nine in ten of its
+    non-blank lines start with a number, the numbers only grow, and four in five steps from one to the next are +1
+    (srun --label's "N: " counts ranks over and over, never only up)."""
+    head = [line for line in lines[:200] if line.strip()][:50]  # most pastes have none: the head tells at once
+    if len(head) < 3 or sum(_LINE_NUMBER_RE.match(line) is not None for line in head) * 10 < len(head) * 9:
+        return None
+    nonblank = [i for i, line in enumerate(lines) if line.strip()]
+    found = [(i, _LINE_NUMBER_RE.match(lines[i])) for i in nonblank]
+    numbered = [(i, m) for i, m in found if m is not None]
+    if len(numbered) * 10 < len(nonblank) * 9:
+        return None
+    numbers = [int(m.group(1)) for _, m in numbered]
+    steps = [b - a for a, b in zip(numbers, numbers[1:])]
+    if any(step <= 0 for step in steps) or sum(step == 1 for step in steps) * 5 < len(steps) * 4:
+        return None
+    out = list(lines)
+    for i, m in numbered:
+        out[i] = lines[i][m.end() :]
+    return out
+
+
 @dataclass
 class Repaired:
     """Text after paste repair, and the offsets (in the repaired text) where a line break was removed, so
@@ -142,6 +170,11 @@ def paste_repair(text: str) -> Repaired:
             text = html.unescape(text)
             notes.append("HTML entities (&gt;, &quot;, ...) were unescaped")
     lines = text.split("\n")
+    unnumbered = _line_numbers_stripped(lines)
+    if unnumbered is not None:
+        lines = unnumbered
+        text = "\n".join(lines)
+        notes.append("the line numbers the paste was copied with were removed")
     width = _wrap_width(lines)
     if width is not None:
         full = [i for i, line in enumerate(lines[:-1]) if len(line) == width]

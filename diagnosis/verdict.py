@@ -34,12 +34,18 @@ class RankVerdict:
 
 
 def rank_verdict(
-    ranks: dict[int, RankState], world_size: int | None, failure: Failure | None = None, *, counters_apart: str = ""
+    ranks: dict[int, RankState],
+    world_size: int | None,
+    failure: Failure | None = None,
+    *,
+    counters_apart: str = "",
+    listed: frozenset[int] | set[int] = frozenset(),
 ) -> RankVerdict | None:
     """Say which ranks are behind (lowest progress), which never reported, and whether ranks disagree on
     the collective at the same or adjacent sequence number. None when no rank reported a watchdog timeout.
     `counters_apart` (from `seqnum_counters_apart`) says why the ranks' SeqNums may count different sequences; then
-    only timeouts whose lines name the same group are compared."""
+    only timeouts whose lines name the same group are compared. `listed`: ranks a launcher's failure table names (they
+    are processes of the job, silent when they printed no timeout)."""
     reporting = {r: s for r, s in ranks.items() if s.op or s.last_completed is not None}
     if not reporting:
         return None
@@ -51,9 +57,11 @@ def rank_verdict(
     ran_past = _ran_past(reporting, counters_apart)
     disagree = _disagree(reporting, counters_apart) or bool(mismatch) or bool(ran_past)
     silent = _silent(reporting, world_size)
+    if listed:  # a launcher's table closes the whole job: every rank up to the highest it or a timeout names exists
+        silent = sorted(set(silent) | (set(range(max(set(listed) | set(reporting)) + 1)) - set(reporting)))
     seqs = [s.seq for s in reporting.values() if s.seq is not None]
     first = bool(seqs) and max(seqs) <= 1 and len({s.pg for s in reporting.values()}) == 1
-    size = max(world_size or 0, max(reporting) + 1)
+    size = max(world_size or 0, max(reporting) + 1, max(listed, default=-1) + 1)
     objects = any(_size_exchange(s) for s in reporting.values())
 
     parts = [f"{ranks_text(sorted(reporting))} timed out"]
@@ -84,7 +92,7 @@ def rank_verdict(
         )
     if silent:
         parts.append(
-            f"{ranks_text(silent)} of {size} never reported a timeout: "
+            f"{ranks_text(silent)} of {size if world_size else f'at least {size}'} never reported a timeout: "
             f"{'it is' if len(silent) == 1 else 'they are'} most likely where the job is stuck"
         )
     if failure is not None:
@@ -115,7 +123,12 @@ def failure_text(failure: Failure) -> str:
         "exit": f"exited with an error ({failure.text[:120]})",
     }.get(failure.kind, "failed")
     when = f" at {failure.time}" if failure.time else ""
-    return f"{who} {what}{when} (line {failure.line})"
+    where = f"; its innermost frame: {failure.frame} (line {failure.frame_line})" if failure.frame and failure.frame_line else ""
+    effects = ""
+    if failure.effects:
+        many = len(failure.effects) > 1
+        effects = f"; the error{'s' if many else ''} that followed ({'; '.join(failure.effects[:3])}) {'are' if many else 'is'} its effect"
+    return f"{who} {what}{when} (line {failure.line}){where}{effects}"
 
 
 def verdict_facts(verdict: RankVerdict | None) -> dict[str, Any]:
@@ -419,7 +432,9 @@ def stack_groups(stacks: list[tuple[Stack, str | None]]) -> list[dict]:
         by_place.setdefault(tuple(stack.frames[:3]), []).append((stack, source))
     groups = []
     for place, members in by_place.items():
-        ranks = sorted({s.rank for s, _ in members if s.rank is not None})
+        # a traceback's rank is its "[rankN]:" prefix: a rank named on a line above an unprefixed one is as often
+        # another rank's output (PyTorch <= 2.1 interleaves them)
+        ranks = sorted({s.rank for s, _ in members if s.rank is not None and not (s.kind == "traceback" and s.rank_nearby)})
         who = ranks_text(ranks) if ranks else f"{len(members)} stack{'s' if len(members) > 1 else ''}"
         groups.append(
             {

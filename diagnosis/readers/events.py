@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from diagnosis.scanning import TextScanner, required_literals
-from diagnosis.readers.stacks import Stack
+from diagnosis.readers.stacks import Stack, stacks_extract
 from diagnosis.text import TAG_OUTPUT_PREFIX, TORCHRUN_PREFIX, LineLocator
 import dataclasses
 
@@ -20,17 +20,22 @@ from diagnosis.readers.base import FileReading, JobParts, Window
 
 @dataclass(frozen=True)
 class Failure:
-    kind: str  # sigkill | oom-kill | signal | cuda-error | ecc-error | exception | exit (a bare non-zero exit code)
+    # sigkill | oom-kill | signal | cuda-error | ecc-error | exception | exit (a launcher's table names a rank that ended
+    # with a bare non-zero exit code, SIGABRT, SIGTERM or SIGINT: the epilogue of a failure, never its cause)
+    kind: str
     line: int
     text: str
     rank: int | None = None
     time: str | None = None
     source: str | None = None
     start_line: int | None = None  # where the text that reports it starts (a table's header), when not `line`
+    frame: str | None = None  # an exception's innermost frame (path:function), where to look first
+    frame_line: int | None = None  # the log line of that frame
+    effects: tuple[str, ...] = ()  # other ranks' errors that follow from it ("rank 0: RuntimeError: ... closed by peer")
 
 
 def _rule(kind: str, pattern: str) -> tuple[str, re.Pattern, tuple[str, ...]]:
-    return kind, re.compile(pattern), required_literals(pattern)
+    return kind, re.compile(pattern, re.MULTILINE), required_literals(pattern)
 
 
 # mpirun (Open MPI's orterun/prterun help text "proc-aborted-strsignal": "%s noticed that process rank %lu with PID %lu
@@ -46,6 +51,10 @@ FAILURE_RULES = (
     # torch elastic's agent (api.py) and DeepSpeed's launcher (launch.py sigkill_handler) on a worker killed by SIGKILL
     _rule("sigkill", r"failed \(exitcode: -9\) local_rank: \d+|exits with return code = -9\b"),
     _rule("sigkill", _MPIRUN_SIGNAL + r"9\b"),
+    # bash's notice of a job ended by SIGKILL (jobs.c): a script's "<name>: line N: PID Killed  command"; an
+    # interactive shell's bare "Killed", printed where the cursor was, so often after a progress bar's last redraw
+    # (srun's "task N: Killed" is not one: Slurm reports so the tasks it killed itself once another failed)
+    _rule("sigkill", r"line \d+: +\d+ Killed +\S|(?:^|[\]|]|[^:] )Killed[ \t]*$"),
     _rule("ecc-error", r"uncorrectable ECC error encountered"),
     _rule("ecc-error", r"NVRM: Xid \([^)\n]{0,80}\): (?:48|63|64|92|94|95),"),
     _rule("cuda-error", r"NVRM: Xid \([^)\n]{0,80}\): (?:74|79),|GPU has fallen off the bus"),
@@ -85,6 +94,7 @@ _EFFECT_WORDS = (
     "SystemExit",
     "aborted",
     "Gloo",
+    "monitoredBarrier",  # ProcessGroupGloo::monitoredBarrier: a rank that waited for another (both sides name it)
 )
 _RANK_NEAR = re.compile(rf"{TORCHRUN_PREFIX}|\[Rank (\d{{1,5}})\]|{TAG_OUTPUT_PREFIX}|\brank[ :=]{{1,3}}(\d{{1,5}})\b")
 _TIME = re.compile(
@@ -107,20 +117,89 @@ def first_failure(scanner: TextScanner, lines: LineLocator, stacks: list[Stack],
             found.append(
                 (offset, Failure(kind, lines.line_number(offset), line_text, _rank_in(line_text), _time_in(line_text), source))
             )
-    for stack in stacks:
+    for index, stack in enumerate(stacks):
         if failure_exception(stack):
-            offset = stack.offset
-            found.append((offset, Failure("exception", stack.line, stack.exception, stack.rank, None, source)))
+            raised = _original(stack, stacks[index + 1 : index + 2])
+            found.append(
+                (
+                    stack.offset,
+                    Failure(
+                        "exception",
+                        stack.line,
+                        raised.exception or stack.exception,
+                        # a rank named on a line above an unprefixed traceback is as often another rank's output
+                        None if stack.rank_nearby else stack.rank,
+                        None,
+                        source,
+                        frame=raised.frames[0] if raised.frames else None,
+                        frame_line=raised.frame_lines[0] if raised.frame_lines else None,
+                    ),
+                )
+            )
             break
     if not found:
         return root  # a plain non-zero exit: what failed is not known, only that something did
     return min(found, key=lambda item: item[0])[1]
 
 
+# A launcher's own closing traceback (torchrun's `sys.exit(main())` down to `raise ChildFailedError(`), which reports
+# that a worker failed, never why: frames of the launcher, innermost first
+_LAUNCHER_FRAMES = re.compile(
+    r"torch/distributed/(?:launcher/api\.py:launch_agent|run\.py:(?:main|run)|elastic/multiprocessing/errors/__init__\.py:wrapper)$"
+    r"|torch/distributed/launch\.py:(?:sigkill_handler|main)$"  # torch.distributed.launch (<= 1.8): CalledProcessError
+    r"|deepspeed/launcher/(?:runner|launch)\.py:main$|/torchrun:<module>$"
+)
+
+
+# torch.utils.data re-raises a loader worker's exception in the main process as "<Type>: Caught <Type> in DataLoader
+# worker process N." followed by "Original Traceback (most recent call last):" and the worker's own frames
+# (torch/_utils.py ExceptionWrapper.reraise, 1.13 to 2.14)
+_LOADER_RERAISE = re.compile(r"Caught \w+ in DataLoader worker process \d+")
+
+
+# What a rank prints when a peer it talks to is gone: gloo's transport, NCCL's aborts and remote errors
+_PEER_LOST = ("Connection closed by peer", "Connection reset by peer", "Broken pipe", "NCCL", "DistBackendError", "aborted")
+
+
+def failure_effects(failure: Failure, stacks: list[tuple[Stack, str | None]], limit: int = 8) -> tuple[str, ...]:
+    """Other processes' tracebacks that end in a lost peer (gloo's "Connection closed by peer", an NCCL error or
+    abort): the effects of `failure`, one "rank N: <error>" each; for an exception, those printed after it."""
+    found: list[str] = []
+    for stack, source in stacks:
+        if stack.kind != "traceback" or not stack.exception or failure_exception(stack):
+            continue
+        if failure.kind == "exception" and source == failure.source and stack.line <= failure.line:
+            continue  # (a kill that torchrun's table reports at the end came before the errors printed above it)
+        if not any(word in stack.exception for word in _PEER_LOST):
+            continue
+        rank = stack.rank if stack.rank is not None and not stack.rank_nearby else None
+        found.append(f"{'rank ' + str(rank) if rank is not None else 'a process'}: {stack.exception[:160]}")
+        if len(found) >= limit:
+            break
+    return tuple(found)
+
+
+def _original(stack: Stack, following: list[Stack]) -> Stack:
+    """The traceback that says where an exception was raised: a loader worker's own (the next traceback, of the same
+    rank) for an exception the DataLoader re-raised, else the stack itself."""
+    if stack.exception and _LOADER_RERAISE.search(stack.exception):
+        end = stack.frame_lines[0] if stack.frame_lines else stack.line
+        for later in following:
+            same = later.rank == stack.rank or later.rank_nearby or stack.rank_nearby
+            if later.kind == "traceback" and same and later.frames and later.line - end <= 6:
+                return later
+    return stack
+
+
 def failure_exception(stack: Stack) -> bool:
     """A traceback that ends in an error of its own (not an interrupt, nor a distributed timeout or abort,
-    which are what waiting looks like when it is cut short)."""
-    return stack.kind == "traceback" and bool(stack.exception) and not any(w in stack.exception for w in _EFFECT_WORDS)
+    which are what waiting looks like when it is cut short, nor a launcher's report that a worker failed)."""
+    return (
+        stack.kind == "traceback"
+        and bool(stack.exception)
+        and not any(w in stack.exception for w in _EFFECT_WORDS)
+        and not any(_LAUNCHER_FRAMES.search(frame) for frame in stack.frames[:4])
+    )
 
 
 def _root_cause(scanner: TextScanner, lines: LineLocator, source: str | None) -> Failure | None:
@@ -140,7 +219,9 @@ def _root_cause(scanner: TextScanner, lines: LineLocator, source: str | None) ->
     if chosen is None:
         return None
     exitcode = chosen["exitcode"]
-    kind = _SIGNALS.get(exitcode, "exit" if exitcode > 0 else "signal")
+    # SIGABRT is how ProcessGroupNCCL's watchdog takes a process down after a timeout, SIGTERM and SIGINT how the agent
+    # and a user stop workers: the table saying so names no cause of its own, only that the rank ended ("exit")
+    kind = _SIGNALS.get(exitcode, "exit" if exitcode > 0 or exitcode in (-6, -15, -2) else "signal")
     return Failure(
         kind,
         lines.line_number(chosen["offset"]),
@@ -150,6 +231,21 @@ def _root_cause(scanner: TextScanner, lines: LineLocator, source: str | None) ->
         source,
         start_line=lines.line_number(span[0]),
     )
+
+
+def launcher_ranks(scanner: TextScanner, start: int = 0, limit: int | None = None) -> list[int]:
+    """The ranks torchrun's failure table lists (under "Failures:" and "Root Cause"), for tables whose "Root Cause"
+    line lies in [start, limit): each is a process of the job, whether it failed, timed out or was stopped (-15)."""
+    text = scanner.text
+    ranks: set[int] = set()
+    for span in scanner.lines_with(_ROOT_CAUSE):
+        if not start <= span[0] < (len(text) if limit is None else limit):
+            continue
+        table_start = text.rfind("Failures:", max(0, span[0] - 20_000), span[0])
+        entries = _table_entries(text, table_start if table_start != -1 else span[0], span[0])
+        entries += _table_entries(text, span[1] + 1, None, limit=1)
+        ranks |= {e["rank"] for e in entries if e.get("rank") is not None}
+    return sorted(ranks)
 
 
 def _table_entries(text: str, start: int, end: int | None, limit: int = 16) -> list[dict]:
@@ -203,26 +299,41 @@ class EventsReader:
 
     def read(self, window: Window, part: FileReading) -> None:
         failure = first_failure(window.scanner, window.lines, part.stacks, window.label)
+        if failure is not None and failure.kind == "exception" and _LOADER_RERAISE.search(failure.text):
+            # the worker's own traceback may start past this window's part, in its look-ahead
+            ahead = [s for s in stacks_extract(window.scanner, window.lines) if s.offset >= window.start]
+            failure = first_failure(window.scanner, window.lines, ahead, window.label)
         if failure is not None and not window.whole:
             first_own = window.lines.line_number(window.start)
             last_own = window.lines.line_number(max(window.start, window.limit - 1))
             if not first_own <= (failure.start_line or failure.line) <= last_own:
                 failure = None  # it starts in the look-behind or look-ahead: another window's
         part.failure = failure
+        listed = launcher_ranks(window.scanner, window.start, window.limit)
+        if listed:
+            part.parts["launcher_ranks"] = listed
 
     def merge(self, into: FileReading, later: FileReading) -> None:
         into.failure = into.failure or later.failure
+        listed = sorted(set(into.parts.get("launcher_ranks", [])) | set(later.parts.get("launcher_ranks", [])))
+        if listed:
+            into.parts["launcher_ranks"] = listed
 
     def shift(self, part: FileReading, by: int) -> None:
         if part.failure is not None:
             start_line = part.failure.start_line
+            frame_line = part.failure.frame_line
             part.failure = dataclasses.replace(
-                part.failure, line=part.failure.line + by, start_line=None if start_line is None else start_line + by
+                part.failure,
+                line=part.failure.line + by,
+                start_line=None if start_line is None else start_line + by,
+                frame_line=None if frame_line is None else frame_line + by,
             )
 
     def job_add(self, job: JobParts, reading: FileReading) -> None:
         if reading.failure:
             job.failures.append(reading.failure)
+        job.parts.setdefault("launcher_ranks", set()).update(reading.parts.get("launcher_ranks", []))
 
 
 READER = EventsReader()

@@ -20,6 +20,7 @@ from diagnosis.readers.base import FileReading, JobParts, Window
 MAX_STACKS = 256
 MAX_FRAMES = 200
 MAX_LINE = 2000  # longer lines are not frames; the regexes never see more than this
+INTERLEAVED_LINES = 4  # other processes' lines a traceback may hold between a frame and its source line
 
 # Where a stack starts, by format. Each header is also a scanner literal, so absent formats cost nothing.
 TRACEBACK = "Traceback (most recent call last):"
@@ -58,6 +59,7 @@ class Stack:
     thread: str | None = None
     exception: str | None = None  # the last line of a traceback
     offset: int = 0  # where the stack starts in the text
+    rank_nearby: bool = False  # `rank` comes from a line above the stack (a heading), not from its own prefix
 
 
 def frame_name(path: str, function: str) -> str:
@@ -108,12 +110,14 @@ def _stack_at(text: str, start: int, lines: LineLocator) -> Stack | None:
     walker = _lines_from(text, start)
     offset, header = next(walker)
     header, rank = rank_prefix_split(header)
+    nearby = rank is None
     if rank is None:
         rank = _rank_nearby(text, start)
     line_no = lines.line_number(offset)
     stack = _stack_read(text, start, header, walker, rank, line_no, lines)
     if stack is not None:
         stack.offset = start
+        stack.rank_nearby = nearby and rank is not None
     return stack
 
 
@@ -137,14 +141,30 @@ def _stack_read(text, start, header, walker, rank, line_no, lines) -> Stack | No
 def _traceback(walker, stack: Stack, lines: LineLocator) -> Stack:
     """Python prints the outermost frame first; the exception line ends the block."""
     frames: list[tuple[str, int]] = []
-    for offset, raw in walker:
+    after_frame = False  # the line before was a frame's `File "...", line N, in f`
+    pending: list = []
+    while True:
+        item = pending.pop(0) if pending else next(walker, None)
+        if item is None:
+            break
+        offset, raw = item
         line, _ = rank_prefix_split(raw)
         match = _TRACEBACK_FRAME.search(line)
         if match:
             frames.append((frame_name(match.group(1), match.group(2)), offset))
+            after_frame = True
         elif line.startswith(("    ", "\t")) or not line.strip() or line.strip().startswith(("^", "~")):
+            after_frame = False
             continue  # the source line under a frame, or the caret line of 3.11+
         else:
+            if after_frame and not pending:
+                # Lines of other processes written between a frame and its source line (ranks' and the agent's
+                # unprefixed output interleave, PyTorch <= 2.3): the traceback goes on under them
+                resumed = _traceback_resumes(walker)
+                if resumed is not None:
+                    pending = [resumed]
+                    after_frame = False
+                    continue
             stack.exception = line.strip()[:300]
             break
         if len(frames) >= MAX_FRAMES:
@@ -153,6 +173,18 @@ def _traceback(walker, stack: Stack, lines: LineLocator) -> Stack:
         stack.frames.append(name)
         stack.frame_lines.append(lines.line_number(offset))
     return stack
+
+
+def _traceback_resumes(walker):
+    """The next line of a traceback (a source line or a frame) within the next INTERLEAVED_LINES lines, or None."""
+    for _ in range(INTERLEAVED_LINES):
+        ahead = next(walker, None)
+        if ahead is None:
+            return None
+        following = rank_prefix_split(ahead[1])[0]
+        if following.startswith("    ") or _TRACEBACK_FRAME.search(following):
+            return ahead
+    return None
 
 
 def _frames(walker, stack: Stack, pattern: re.Pattern, lines: LineLocator) -> Stack:
@@ -300,3 +332,76 @@ class StacksReader:
 
 
 READER = StacksReader()
+
+
+# What ProcessGroupGloo raises when a collective waits too long (the message is the same in PyTorch 1.13.1, 2.1.2,
+# 2.5.1, 2.13.0 and 2.14.1; libtorch_cpu's strings): gloo's transport ("[.../gloo/transport/tcp/unbound_buffer.cc:N]
+# Timed out waiting 10000ms for recv operation to complete", or "send"), and monitored_barrier's own errors on rank 0
+# ("[Rank 0]: Rank 1 failed to pass monitoredBarrier in 10000 ms") and on the others ("Rank 1 successfully reached
+# monitoredBarrier, but received errors while waiting for send/recv from rank 0. ...").
+_GLOO_WAIT = re.compile(
+    r"Timed out waiting (?P<ms>\d+)ms for (?:recv|send) operation to complete"
+    r"|failed to pass monitoredBarrier in (?P<mb_ms>\d+) ms|successfully reached monitoredBarrier, but received errors"
+)
+# torch.distributed's names as ProcessGroupNCCL's OpType prints them, so a gloo timeout reads like a watchdog's
+_OP_TYPES = {
+    "all_reduce": "ALLREDUCE",
+    "broadcast": "BROADCAST",
+    "all_gather": "ALLGATHER",
+    "all_gather_into_tensor": "_ALLGATHER_BASE",
+    "reduce_scatter": "REDUCE_SCATTER",
+    "reduce_scatter_tensor": "_REDUCE_SCATTER_BASE",
+    "reduce": "REDUCE",
+    "gather": "GATHER",
+    "scatter": "SCATTER",
+    "all_to_all": "ALLTOALL",
+    "all_to_all_single": "ALLTOALL_BASE",
+    "barrier": "BARRIER",
+    "monitored_barrier": "BARRIER",
+    "send": "SEND",
+    "recv": "RECV",
+}
+
+
+@dataclass(frozen=True)
+class GlooWait:
+    """A rank whose collective ended in a gloo timeout: where its traceback says it waited."""
+
+    rank: int | None  # None: no "[rankN]:" prefix on the traceback (PyTorch <= 2.1 prints none; a rank mentioned on a
+    # line above a traceback is output of the other ranks as often as a heading)
+    op: str | None
+    timeout_ms: int | None
+    line: int
+    collective: str | None  # torch.distributed's name (barrier, monitored_barrier, all_reduce, ...)
+
+
+def gloo_waits(stacks: list[Stack]) -> list[GlooWait]:
+    """The ranks whose traceback ends in a gloo timeout (or a monitored_barrier error), with the collective of the
+    innermost torch.distributed frame."""
+    found: list[GlooWait] = []
+    for stack in stacks:
+        if stack.kind != "traceback" or not stack.exception:
+            continue
+        match = _GLOO_WAIT.search(stack.exception)
+        if match is None:
+            continue
+        collective = next(
+            (
+                _COLLECTIVES[m.group(1)] if m.group(1) != "monitored_barrier" else "monitored_barrier"
+                for frame in stack.frames
+                for m in [_C10D_FRAME.search(frame)]
+                if m and m.group(1) in _COLLECTIVES
+            ),
+            None,
+        )
+        ms = match.group("ms") or match.group("mb_ms")
+        found.append(
+            GlooWait(
+                None if stack.rank_nearby else stack.rank,
+                _OP_TYPES.get(collective or ""),
+                int(ms) if ms else None,
+                stack.line,
+                collective,
+            )
+        )
+    return found

@@ -194,7 +194,10 @@ def timeouts_summary(seen: list[TimeoutSeen], ran_for_ms: int | None = None) -> 
         return None, {}
     facts: dict[str, Any] = {}
     notes: list[str] = []
-    collective = min((t for t in seen if t.kind == "collective" and t.seconds), key=lambda t: t.seconds, default=None)
+    # equal limits are taken in the log's order, however the file was read (whole, or as windows)
+    collective = min(
+        (t for t in seen if t.kind == "collective" and t.seconds), key=lambda t: (t.seconds, t.source or "", t.line), default=None
+    )
     framework = next((t for t in seen if t.kind == "framework"), None)
     if framework is not None:
         facts["timeout_set_s"] = int(framework.seconds)
@@ -210,7 +213,7 @@ def timeouts_summary(seen: list[TimeoutSeen], ran_for_ms: int | None = None) -> 
                 "where that group is created (init_process_group or new_group), or raising it changes nothing."
             )
     bounding = [t for t in (collective or framework,) if t is not None] + [t for t in seen if t.kind == "job" and t.seconds]
-    bounding.sort(key=lambda t: t.seconds)
+    bounding.sort(key=lambda t: (t.seconds, t.source or "", t.line))
     first = bounding[0] if bounding else None
     if first is not None and first.kind == "job" and collective is not None:
         notes.append(
@@ -234,7 +237,7 @@ def timeouts_summary(seen: list[TimeoutSeen], ran_for_ms: int | None = None) -> 
         )
     if any(t.kind == "job" and t.fired for t in seen):
         notes.append("The scheduler ended the job at its time limit: the log stops there, whatever was running.")
-    ordered = sorted(seen, key=lambda t: (t.seconds is None, t.seconds or 0, t.kind))
+    ordered = sorted(seen, key=lambda t: (t.seconds is None, t.seconds or 0, t.kind, t.source or "", t.line))
     summary = (
         f"A collective that never completes is ended first by {first.setting}, after {duration_text(first.seconds)}"
         + (" (it fired)" if first.fired else "")
