@@ -36,6 +36,11 @@ FACTS: dict[str, tuple[str, str]] = {
         "size): the size exchange all_gather_object and gather_object begin with",
     ),
     "stage": ("str", "the last progress stage printed before the output stops"),
+    "coll_trace_mismatch": (
+        "str",
+        "NCCL's collective trace (NCCL_DEBUG_SUBSYS=COLL) shows processes enqueuing different collectives at the same "
+        "opCount of communicators of one size: which opCount, and what each enqueued",
+    ),
     "printed": (
         "strs",
         "what the job's catalogued lines mean (content/catalogue/FORMAT.md): gloo.timeout, socket.connection_closed, "
@@ -158,6 +163,7 @@ FACT_LABELS = {
     "object_collective": "Object collective (size exchange)",
     "first_failure": "First failure",
     "printed": "What the catalogued lines say",
+    "coll_trace_mismatch": "NCCL collective trace: processes out of step",
     "printed_by": "Releases that print these lines",
     "first_failure_rank": "Rank that failed first",
     "failed_before_timeout": "A rank failed before any timeout",

@@ -5,7 +5,7 @@ module here and its name to this tuple (diagnosis/readers/README.md)."""
 
 from __future__ import annotations
 
-from diagnosis.readers import catalogue, debug_dumps, events, facts, harmless, signatures, stacks, timeouts, tools
+from diagnosis.readers import catalogue, coll_trace, debug_dumps, events, facts, harmless, signatures, stacks, timeouts, tools
 from diagnosis.readers.base import Reader
 
 READERS: tuple[Reader, ...] = (
@@ -18,6 +18,7 @@ READERS: tuple[Reader, ...] = (
     events.READER,
     timeouts.READER,
     catalogue.READER,
+    coll_trace.READER,
 )
 
 
