@@ -56,7 +56,8 @@ def messages_current() -> Catalogue | None:
     key = tuple((str(path), path.stat().st_mtime_ns, path.stat().st_size) for path in files)
     if key not in _messages:
         _messages.clear()
-        _messages[key] = diagnostic_messages(Catalogue.load(folder)) if files else None
+        cache = Path(settings.BASE_DIR) / "var" / "cache"  # the parsed YAML, kept under the files' digest
+        _messages[key] = diagnostic_messages(Catalogue.load(folder, cache_dir=cache)) if files else None
     return _messages[key]
 
 

@@ -22,6 +22,8 @@ from diagnosis.readers.catalogue import diagnostic_messages
 from diagnosis.rules import Rules, rules_compile
 
 BANDS = ((0.0, 0.3), (0.3, 0.5), (0.5, 0.7), (0.7, 0.9), (0.9, 1.01))
+# The parsed catalogue, kept under the digest of its files (git-ignored, like the rest of var/).
+CACHE_DIR = Path(__file__).resolve().parents[1] / "var" / "cache"
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,9 @@ def content_rules(content_dir: Path) -> Rules:
 def content_messages(content_dir: Path) -> Catalogue | None:
     """The diagnostic part of content/catalogue/messages, read once per process (a few seconds of YAML)."""
     folder = content_dir / "catalogue" / "messages"
-    return diagnostic_messages(Catalogue.load(folder)) if any(folder.glob("*.yaml")) else None
+    if not any(folder.glob("*.yaml")):
+        return None
+    return diagnostic_messages(Catalogue.load(folder, cache_dir=CACHE_DIR))
 
 
 @dataclass

@@ -19,6 +19,8 @@ sys.path.insert(0, str(ROOT / "tools" / "catalogue"))
 import build  # noqa: E402
 from common import HARVEST_DIR, MESSAGES_DIR, harvest_read  # noqa: E402
 
+pytestmark = pytest.mark.slow  # over a few seconds in all: make test runs it, make check does not
+
 PASTES = ROOT / "tests" / "fixtures" / "pastes"
 # Lines a catalogued program printed: NCCL's own lines, c10d's C++ log lines, torchrun's logger names.
 CATALOGUED_LINE = re.compile(

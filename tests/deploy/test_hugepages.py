@@ -6,6 +6,9 @@ import sys
 from pathlib import Path
 
 from config.hugepages import TUNABLE, environ_with_huge_pages
+import pytest
+
+pytestmark = pytest.mark.slow  # over a few seconds in all: make test runs it, make check does not
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -24,6 +24,7 @@ from diagnosis.result import Catalog
 from diagnosis.scanning import TextScanner
 from diagnosis.text import LineLocator, paste_repair
 from diagnosis.verdict import failure_text
+
 try:
     from tools.corpus import content_rules  # where main keeps it from e2027f0 on
 except ImportError:

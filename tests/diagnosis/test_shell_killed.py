@@ -14,6 +14,7 @@ from diagnosis.engine import CONFIDENT, log_diagnose
 from diagnosis.readers.events import LITERALS, first_failure
 from diagnosis.scanning import TextScanner
 from diagnosis.text import LineLocator
+
 try:
     from tools.corpus import content_rules  # where main keeps it from e2027f0 on
 except ImportError:

@@ -15,6 +15,8 @@ from diagnosis.engine import job_diagnose
 from diagnosis.reading import _file_windows, _mapped, _windows, _windows_sliced, source_read, window_spans
 from tests.waiting import wait_for
 
+pytestmark = pytest.mark.slow  # over a few seconds in all: make test runs it, make check does not
+
 REPO = Path(__file__).resolve().parents[2]
 ENTRIES = corpus_entries(REPO / "tests" / "fixtures" / "logs")
 

@@ -15,6 +15,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from diagnosis.job_files import JobInputError, JobTooLarge, job_read
 
+pytestmark = pytest.mark.slow  # over a few seconds in all: make test runs it, make check does not
+
 MiB = 1024 * 1024
 
 

@@ -25,6 +25,8 @@ from django.conf import settings
 
 from tests.kb.case_files import write_case
 
+pytestmark = pytest.mark.slow  # over a few seconds in all: make test runs it, make check does not
+
 ROOT = Path(settings.BASE_DIR)
 
 SCRIPT = textwrap.dedent("""

@@ -14,6 +14,8 @@ from django.conf import settings
 from kb.content.cases import case_files_read
 from tools.corpus import content_rules, corpus_entries, entry_diagnose, entry_verdict
 
+pytestmark = pytest.mark.slow  # over a few seconds in all: make test runs it, make check does not
+
 REPO = Path(__file__).resolve().parents[2]
 CONTENT = settings.CONTENT_DIR
 LOGS = REPO / "tests" / "fixtures" / "logs"

@@ -23,6 +23,8 @@ from diagnosis.rules import rules_compile
 from diagnosis.scanning import MAX_LINE_SCAN, required_literal_groups
 from kb.search.analysis import query_terms
 
+pytestmark = pytest.mark.slow  # over a few seconds in all: make test runs it, make check does not
+
 DOCS = case_files_read(Path(settings.CONTENT_DIR))[0]
 SIGNATURES = rules_compile(
     [{**d.meta, "slug": d.slug} for d in DOCS], [h.meta for h in harmless_files_read(Path(settings.CONTENT_DIR))[0]]

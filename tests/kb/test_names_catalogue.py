@@ -11,6 +11,8 @@ import pytest
 
 from kb.content.names_catalogue import CATALOGUE_DIR, PROGRAMS, HarvestRow, build, load, read_harvest, write_harvest
 
+pytestmark = pytest.mark.slow  # over a few seconds in all: make test runs it, make check does not
+
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ROOT / "tools" / "catalogue"
 HARVESTED = sorted(p.stem for p in (CATALOGUE_DIR / "harvest").glob("*.tsv"))

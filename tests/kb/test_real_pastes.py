@@ -21,6 +21,8 @@ from django.conf import settings
 from kb.content.cases import case_files_read
 from tools.corpus import content_rules, corpus_entries, corpus_score, entry_diagnose, entry_verdict
 
+pytestmark = pytest.mark.slow  # over a few seconds in all: make test runs it, make check does not
+
 PASTES = Path(__file__).resolve().parents[1] / "fixtures" / "pastes"
 # set: (top1, hit3, neg) it must keep
 FLOORS = {

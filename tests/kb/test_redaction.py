@@ -12,6 +12,8 @@ import pytest
 from kb.reports import redact
 from kb.reports.redact import clean_text, redact_text
 
+pytestmark = pytest.mark.slow  # over a few seconds in all: make test runs it, make check does not
+
 # One text each rule matches: adversarial inputs are built from it, and a rule added without one fails below.
 RULE_EXAMPLES = {
     "private key block": "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7bq1N3\n-----END RSA PRIVATE KEY-----",

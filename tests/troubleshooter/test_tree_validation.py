@@ -10,6 +10,8 @@ from django.core.management import CommandError, call_command
 from kb.content.cases import case_files_read
 from troubleshooter.library import trees_check
 
+pytestmark = pytest.mark.slow  # over a few seconds in all: make test runs it, make check does not
+
 MINI = """\
 id: mini
 title: A tiny tree
