@@ -37,7 +37,7 @@ from kb.reports.log_view import (
     log_page,
     log_page_of,
 )
-from kb.reports.templates import draft_signature, interesting_templates, line_template
+from kb.reports.templates import draft_signature, line_template, unexplained_templates
 from kb.reports.voters import VOTER_COOKIE, address_hash, voter_cookie_set, voter_cookie_value, voter_hash
 
 logger = logging.getLogger("kb.reports")
@@ -105,17 +105,16 @@ def _paste_counted(snapshot: dict[str, Any], result: Result) -> bool:
     program printed that its catalogue does not know (the catalogue's gaps); False when the database refused the
     write (locked past its timeout, unreachable): the diagnosis is finished and is shown anyway."""
     best = snapshot.get("best_slug", "")
-    templates: list[str] = []
-    if not best and (not snapshot.get("harmless") or snapshot.get("matches")):
-        for key in result.texts.lines if result.texts else ():
-            templates += interesting_templates(result.texts.text(key)[:UNMATCHED_SCAN_CHARS])
+    # Lines nothing explained: as the diagnosis read them (wrapped lines re-joined), less every match's evidence
+    # (the triage guide's too) and the known-harmless lines.
+    templates = [] if best else unexplained_templates(result, scan_chars=UNMATCHED_SCAN_CHARS)
     gaps = [line_template(text) for _, _, text in result.diagnosis.unrecognised]
     try:
         with transaction.atomic():  # a savepoint when a transaction is open already: its failure stays here
             if best:
                 store.match_count(best)
             elif templates:
-                store.templates_record("unmatched", templates[:80])
+                store.templates_record("unmatched", templates)
             if gaps:
                 store.templates_record("unrecognised", gaps)
     except (OperationalError, InterfaceError) as error:
