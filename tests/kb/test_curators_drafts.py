@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from django.test import Client
 
 from diagnosis.text import log_text, paste_repair
 from kb.content.schema import SIGNATURE_FIELDS, fields_check, signature_check
@@ -137,3 +138,74 @@ def test_counts_are_pastes_with_their_lines(client):
     client.post("/diagnose", {"log": log})
     row = LineTemplate.objects.get()
     assert (row.pastes, row.count) == (2, 6)
+
+
+def staff_client(django_user_model) -> Client:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(django_user_model.objects.create_user("curator", password="pw-curator-1", is_staff=True))
+    return client
+
+
+def csrf(client: Client, path: str = "/curate/") -> str:
+    page = client.get(path).content.decode()
+    return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+
+
+def a_cluster(client) -> LineTemplate:
+    client.post("/diagnose", {"log": "2026-11-28 10:00:01 frobnicator ERROR widget 17 failed\n"})
+    return LineTemplate.objects.get()
+
+
+def test_dismiss_hides_a_cluster_until_it_has_twice_the_pastes(client, django_user_model):
+    row = a_cluster(client)
+    curator = staff_client(django_user_model)
+    assert "frobnicator ERROR" in curator.get("/curate/").content.decode()
+    response = curator.post(f"/curate/{row.id}", {"action": "dismiss", "csrfmiddlewaretoken": csrf(curator)})
+    assert response.status_code == 302 and response["Location"].startswith("/curate/")
+    assert "frobnicator ERROR" not in curator.get("/curate/").content.decode()
+    assert "frobnicator ERROR" in curator.get("/curate/?show=dismissed").content.decode()
+    client.post("/diagnose", {"log": "2026-11-28 10:00:02 frobnicator ERROR widget 18 failed\n"})
+    assert "frobnicator ERROR" in curator.get("/curate/").content.decode(), "twice the pastes: listed again"
+    row.refresh_from_db()
+    assert row.pastes == 2 and not row.dismissed
+
+
+def test_this_is_case_links_a_cluster_and_says_where_its_draft_goes(client, django_user_model):
+    row = a_cluster(client)
+    curator = staff_client(django_user_model)
+    token = csrf(curator)
+    response = curator.post(f"/curate/{row.id}", {"action": "link", "case": "host-oom-kill", "csrfmiddlewaretoken": token})
+    assert response.status_code == 302
+    row.refresh_from_db()
+    assert row.case_slug == "host-oom-kill"
+    assert "content/cases/host-oom-kill.md" in curator.get("/curate/").content.decode()
+    refused = curator.post(f"/curate/{row.id}", {"action": "link", "case": "no-such-case", "csrfmiddlewaretoken": token})
+    assert refused.status_code == 400
+    row.refresh_from_db()
+    assert row.case_slug == "host-oom-kill"
+
+
+def test_an_htmx_answer_swaps_the_cluster_in_place(client, django_user_model):
+    row = a_cluster(client)
+    curator = staff_client(django_user_model)
+    response = curator.post(
+        f"/curate/{row.id}", {"action": "dismiss", "csrfmiddlewaretoken": csrf(curator)}, headers={"HX-Request": "true"}
+    )
+    body = response.content.decode()
+    assert response.status_code == 200 and body.startswith(f'<li class="cluster" id="cluster-{row.id}">')
+    assert "Show again" in body and "<html" not in body
+    assert "HX-Request" in response["Vary"]
+
+
+def test_curator_actions_need_staff_and_the_csrf_token(client, django_user_model):
+    row = a_cluster(client)
+    reader = Client()
+    reader.force_login(django_user_model.objects.create_user("reader", password="pw-reader-1"))
+    for who in (Client(), reader):
+        response = who.post(f"/curate/{row.id}", {"action": "dismiss"})
+        assert response.status_code == 302 and "/login" in response["Location"]
+    curator = staff_client(django_user_model)
+    assert curator.post(f"/curate/{row.id}", {"action": "dismiss"}).status_code == 403  # no CSRF token
+    assert curator.get(f"/curate/{row.id}").status_code == 405
+    row.refresh_from_db()
+    assert row.dismissed_at is None and row.case_slug == ""
