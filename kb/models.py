@@ -191,10 +191,21 @@ class LineTemplate(models.Model):
     length = models.PositiveSmallIntegerField()
     head = models.CharField(max_length=200)
     example = models.TextField(blank=True)  # the first line's template with typed placeholders
-    count = models.PositiveIntegerField(default=1)
+    count = models.PositiveIntegerField(default=1)  # lines
+    pastes = models.PositiveIntegerField(default=1)  # pastes (or wrong votes) that brought at least one line
     first_seen = models.DateTimeField(auto_now_add=True)
     last_seen = models.DateTimeField(db_index=True)
+    # A curator's answers: "not worth a case" (hidden until the cluster has twice the pastes it had then), or
+    # "this is case X" (the draft goes into that case's file).
+    dismissed_at = models.DateTimeField(null=True, blank=True)
+    dismissed_pastes = models.PositiveIntegerField(default=0)
+    case_slug = models.CharField(max_length=100, blank=True)
 
     class Meta:
-        ordering = ["-count", "-last_seen"]
+        ordering = ["-pastes", "-count", "-last_seen"]
         indexes = [models.Index(fields=["origin", "length", "head"], name="line_template_key")]
+
+    @property
+    def dismissed(self) -> bool:
+        """Dismissed, and not grown since to twice the pastes it had then."""
+        return self.dismissed_at is not None and self.pastes < 2 * self.dismissed_pastes

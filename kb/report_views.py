@@ -18,6 +18,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.views.decorators.vary import vary_on_headers
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST, require_safe, require_http_methods
 
@@ -37,7 +38,7 @@ from kb.reports.log_view import (
     log_page,
     log_page_of,
 )
-from kb.reports.templates import draft_signature, interesting_templates, line_template
+from kb.reports.templates import draft_signature, line_template, unexplained_templates
 from kb.reports.voters import VOTER_COOKIE, address_hash, voter_cookie_set, voter_cookie_value, voter_hash
 
 logger = logging.getLogger("kb.reports")
@@ -105,17 +106,16 @@ def _paste_counted(snapshot: dict[str, Any], result: Result) -> bool:
     program printed that its catalogue does not know (the catalogue's gaps); False when the database refused the
     write (locked past its timeout, unreachable): the diagnosis is finished and is shown anyway."""
     best = snapshot.get("best_slug", "")
-    templates: list[str] = []
-    if not best and (not snapshot.get("harmless") or snapshot.get("matches")):
-        for key in result.texts.lines if result.texts else ():
-            templates += interesting_templates(result.texts.text(key)[:UNMATCHED_SCAN_CHARS])
+    # Lines nothing explained: as the diagnosis read them (wrapped lines re-joined), less every match's evidence
+    # (the triage guide's too) and the known-harmless lines.
+    templates = [] if best else unexplained_templates(result, scan_chars=UNMATCHED_SCAN_CHARS)
     gaps = [line_template(text) for _, _, text in result.diagnosis.unrecognised]
     try:
         with transaction.atomic():  # a savepoint when a transaction is open already: its failure stays here
             if best:
                 store.match_count(best)
             elif templates:
-                store.templates_record("unmatched", templates[:80])
+                store.templates_record("unmatched", templates)
             if gaps:
                 store.templates_record("unrecognised", gaps)
     except (OperationalError, InterfaceError) as error:
@@ -516,19 +516,57 @@ def _vote_answered(request: HttpRequest, said: dict[str, Any], *, already: bool)
 @staff_member_required
 @require_safe
 def curate(request: HttpRequest) -> HttpResponse:
-    """Line templates nothing explained, or that readers said were explained wrongly, clustered, with counts,
-    last-seen dates and a draft signature each."""
+    """Line templates nothing explained, or that readers said were explained wrongly, clustered, with the pastes and
+    lines counted, last-seen dates, a draft signature each, and a curator's two answers: Dismiss, This is case X.
+    A dismissed cluster is listed again once it has twice the pastes it had when dismissed (`?show=dismissed`
+    lists the hidden ones)."""
     origin = request.GET.get("origin", "")
+    show_dismissed = request.GET.get("show") == "dismissed"
     rows = LineTemplate.objects.all()
     if origin in dict(LineTemplate.ORIGINS):
         rows = rows.filter(origin=origin)
-    clusters = [{"row": row, "draft": draft_signature(row.template, row.example)} for row in rows[:200]]
-
+    shown = [row for row in rows[:1000] if row.dismissed == show_dismissed][:200]
     context = {
-        "clusters": clusters,
+        "clusters": [_cluster_context(row) for row in shown],
+        "cases": _cases_for_select(),
         "origin": origin,
+        "show_dismissed": show_dismissed,
         "origins": LineTemplate.ORIGINS,
         "wrong_votes": Vote.objects.filter(answer__in=["no", "other"]).count(),
         "total": LineTemplate.objects.count(),
     }
     return render(request, "kb/curate.html", context)
+
+
+def _cluster_context(row: LineTemplate) -> dict[str, Any]:
+    case = Case.objects.filter(slug=row.case_slug).values("slug", "title").first() if row.case_slug else None
+    return {"row": row, "draft": draft_signature(row.template, row.example), "case": case}
+
+
+@staff_member_required
+@require_POST
+@vary_on_headers("HX-Request")
+def curate_cluster(request: HttpRequest, cluster_id: int) -> HttpResponse:
+    """A curator's answer on one cluster: `dismiss`, `restore`, or `link` with `case` (a case's slug; empty unlinks).
+    Without JavaScript the answer redirects back to the report; htmx swaps the cluster's item in place."""
+    row = LineTemplate.objects.filter(id=cluster_id).first()
+    if row is None:
+        raise Http404("No such cluster")
+    action = request.POST.get("action", "")
+    if action == "dismiss":
+        row.dismissed_at, row.dismissed_pastes = timezone.now(), row.pastes
+        row.save(update_fields=["dismissed_at", "dismissed_pastes"])
+    elif action == "restore":
+        row.dismissed_at, row.dismissed_pastes = None, 0
+        row.save(update_fields=["dismissed_at", "dismissed_pastes"])
+    elif action == "link":
+        slug = _posted(request, "case", 100)
+        if slug and not Case.objects.filter(slug=slug, guide=False).exists():
+            return error_page(request, 400, "Not linked", "That is not a case of this knowledge base.")
+        row.case_slug = slug
+        row.save(update_fields=["case_slug"])
+    else:
+        return error_page(request, 400, "Nothing done", "That is not an action this form offers.")
+    if not wants_fragment(request):
+        return HttpResponseRedirect(reverse("kb:curate") + f"#cluster-{row.id}")
+    return render(request, "kb/_curate_cluster.html", {"c": _cluster_context(row), "cases": _cases_for_select()})

@@ -20,6 +20,7 @@ urlpatterns = [
     re_path(r"^d/(?P<report_id>[A-Za-z0-9_-]{16,64})/delete$", report_views.report_delete, name="report_delete"),
     path("vote", report_views.vote, name="vote"),
     path("curate/", report_views.curate, name="curate"),
+    path("curate/<int:cluster_id>", report_views.curate_cluster, name="curate_cluster"),
     path("api/diagnose", api.diagnose, name="api_diagnose"),
     path("api/search", api.search, name="api_search"),
 ]

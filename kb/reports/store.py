@@ -252,25 +252,33 @@ def match_count(slug: str, day: dt.date | None = None) -> None:
 
 
 def templates_record(origin: str, templates: Iterable[str]) -> int:
-    """Fold line templates into the stored clusters (Drain: same length and first token, then similarity)."""
+    """Fold one paste's line templates (one entry per line) into the stored clusters of `origin`: Drain3's tree is
+    rebuilt from them (in memory, in the order they were made), each template joins its cluster or makes one, and
+    every cluster the paste touched counts its lines and one paste more. Returns the lines recorded."""
+    lines = Counter(templates)
+    if not lines:
+        return 0
     now = timezone.now()
-    stored = 0
-    for template in templates:
-        tokens = template.split(" ")
-        length, head = tpl.cluster_key(tokens)
-        head = head[:200]
-        with transaction.atomic():
-            candidates = list(LineTemplate.objects.select_for_update().filter(origin=origin, length=length, head=head)[:200])
-            index = tpl.best_cluster(tokens, [c.template.split(" ") for c in candidates])
-            if index is None:
-                LineTemplate.objects.create(
-                    origin=origin, template=template, length=length, head=head, example=template, count=1, last_seen=now
-                )
-            else:
-                row = candidates[index]
-                row.template = " ".join(tpl.merged(row.template.split(" "), tokens))
-                row.count += 1
-                row.last_seen = now
-                row.save(update_fields=["template", "count", "last_seen"])
-        stored += 1
-    return stored
+    with transaction.atomic():
+        rows = list(LineTemplate.objects.select_for_update().filter(origin=origin).order_by("id"))
+        tree = tpl.drain()
+        by_cluster: dict[int, LineTemplate] = {}
+        for row in rows:
+            cluster, _ = tree.add_log_message(row.template)
+            by_cluster.setdefault(cluster.cluster_id, row)  # two stored rows Drain3 now joins: the older one grows
+        touched: dict[int, LineTemplate] = {}
+        for template, count in lines.items():
+            cluster, _ = tree.add_log_message(template)
+            row = by_cluster.get(cluster.cluster_id)
+            if row is None:
+                row = by_cluster[cluster.cluster_id] = LineTemplate(origin=origin, example=template, count=0, pastes=0)
+            row.template = cluster.get_template()
+            row.count += count
+            touched[id(row)] = row
+        for row in touched.values():
+            tokens = row.template.split(" ")
+            row.length, row.head = min(len(tokens), 32767), tokens[0][:200]
+            row.pastes += 1
+            row.last_seen = now
+            row.save()
+    return sum(lines.values())

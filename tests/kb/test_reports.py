@@ -8,6 +8,7 @@ import io
 import re
 
 import pytest
+import yaml
 from django.core.management import call_command
 from django.utils import timezone
 
@@ -276,4 +277,6 @@ def test_draft_signature_matches_its_line_and_is_front_matter():
     template = line_template(line)
     assert re.search(draft_pattern(template), clean_text(line))
     draft = draft_signature(template)
-    assert draft.startswith("  - id: ") and "\n    pattern: '" in draft and "release:" in draft
+    assert draft.startswith("  - id: ") and "\n    pattern: " in draft and "release:" in draft
+    signature = yaml.safe_load(draft)[0]
+    assert re.search(signature["pattern"], signature["examples"][0]["text"]) and re.search(signature["pattern"], clean_text(line))
