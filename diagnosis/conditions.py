@@ -36,6 +36,10 @@ FACTS: dict[str, tuple[str, str]] = {
         "size): the size exchange all_gather_object and gather_object begin with",
     ),
     "stage": ("str", "the last progress stage printed before the output stops"),
+    "runs_mixed": (
+        "str",
+        "two files of the job show two or more of the same ranks timed out in different collectives: two runs, not one",
+    ),
     "coll_trace_mismatch": (
         "str",
         "NCCL's collective trace (NCCL_DEBUG_SUBSYS=COLL) shows processes enqueuing different collectives at the same "
@@ -164,6 +168,7 @@ FACT_LABELS = {
     "first_failure": "First failure",
     "printed": "What the catalogued lines say",
     "coll_trace_mismatch": "NCCL collective trace: processes out of step",
+    "runs_mixed": "Files that look like two runs (diagnose each on its own)",
     "printed_by": "Releases that print these lines",
     "first_failure_rank": "Rank that failed first",
     "failed_before_timeout": "A rank failed before any timeout",

@@ -693,8 +693,22 @@ class FactsReader:
 
     def job_add(self, job: JobParts, reading: FileReading) -> None:
         facts_merge(job.facts, facts_with_rule_values(reading.facts, reading.rule_values))
+        files = job.parts.setdefault("rank_files", {})  # rank -> the file that first showed it
         for state in reading.ranks.values():
+            known = job.ranks.get(state.rank)
+            first = files.setdefault(state.rank, reading.label)
+            if known is not None and first != reading.label and rank_states_clash(known, state):
+                job.parts.setdefault("rank_clashes", {}).setdefault((first, reading.label), set()).add(state.rank)
             rank_state_merge(job.ranks, state)
+
+    def finish(self, job: JobParts, messages: object) -> None:
+        """Two files in which two or more of the same ranks timed out in different collectives are two runs of a job
+        (an archive of two attempts, a log folder reused): said as a fact, since merging them reads as a desync."""
+        for (first, later), ranks in sorted(job.parts.get("rank_clashes", {}).items(), key=lambda item: str(item[0])):
+            if len(ranks) >= 2:
+                shown = ", ".join(str(rank) for rank in sorted(ranks)[:8])
+                job.facts["runs_mixed"] = f"{first} and {later} both show ranks {shown}, timed out in different collectives"
+                return
 
 
 READER = FactsReader()
