@@ -18,6 +18,7 @@ from diagnosis.reading import Source
 from diagnosis.catalogue import Catalogue
 from diagnosis.readers.catalogue import diagnostic_messages
 from diagnosis.rules import Rules, rules_compile
+from kb.content.rules_snapshot import rules_snapshot_read
 from kb.models import Case, ContentState, HarmlessLine, case_url
 
 CASE_RULE_FIELDS = ("slug", "signatures", "conditions", "frames", "steps", "guide")
@@ -74,11 +75,17 @@ def catalog_current() -> Catalog:
 
 
 def served_current() -> Served:
-    """The served revision's rules and catalog, built again only when the content revision changes."""
+    """The served revision's rules and catalog, read again only when the content revision changes: from the rules
+    snapshot its published build holds (the one source the command line reads too), else, for a build published by
+    an older release, compiled from the database's rows."""
     revision = ContentState.loaded_revision()
     if revision not in _cache:
         _cache.clear()
-        _cache[revision] = Served(revision, rules_compile(*rules_rows(), messages=messages_current()), catalog_current())
+        snapshot = rules_snapshot_read(Path(settings.SEARCH_INDEX_DIR))
+        if snapshot is not None and snapshot.revision == revision:
+            _cache[revision] = Served(revision, snapshot.rules, snapshot.catalog)
+        else:
+            _cache[revision] = Served(revision, rules_compile(*rules_rows(), messages=messages_current()), catalog_current())
     return _cache[revision]
 
 

@@ -109,7 +109,8 @@ def test_a_content_reload_while_pages_are_served_fails_no_request(served: Stack,
         loaded = served.manage("load_content", environment={"KB_CONTENT_DIR": str(content)})
         answered_during_load = traffic.answers
         time.sleep(0.5)
-    assert loaded is not None and loaded.returncode == 0 and "Loaded 18 cases" in loaded.stdout, loaded
+    cases = len(list((content / "cases").glob("*.md")))
+    assert loaded is not None and loaded.returncode == 0 and f"Loaded {cases} cases" in loaded.stdout, loaded
     assert answered_during_load >= 30, f"only {answered_during_load} answers while the content loaded"
     assert traffic.failures == [], f"{len(traffic.failures)} of {traffic.answers} failed: {traffic.failures[:5]}"
     assert f"{TITLE} (edited)".encode() in request(served.port, "GET", f"/kb/{CASE}/")[1]

@@ -56,7 +56,7 @@ def main() -> None:
         for name in names:
             text = git(args.mirror, "show", f"{tag}:{name}").decode("utf-8", "replace")
             module = name[: -len(".py")].removesuffix("/__init__").replace("/", ".")
-            for msg in python_messages(text, keep_info=bool(WITH_INFO.match(name)), module=module):
+            for msg in python_messages(text, keep_info=bool(WITH_INFO.match(name)), module=module, keep_asserts=True):
                 rows.append(HarvestRow(release, name, msg.line, msg.severity, msg.style, tag, msg.format))
         print(tag, len(rows), file=sys.stderr)
     harvest_write(args.out, rows)

@@ -110,9 +110,11 @@ def _callee(func: ast.AST) -> tuple[str, str] | None:
     return None
 
 
-def python_messages(source: str, keep_info: bool, module: str | None = None) -> list[PyMessage]:
+def python_messages(source: str, keep_info: bool, module: str | None = None, keep_asserts: bool = False) -> list[PyMessage]:
     """Every message the module can print through logging, warnings, or an exception it raises; with `module`, also
-    the `module.Class:` head a traceback prints for each exception class the module defines."""
+    the `module.Class:` head a traceback prints for each exception class the module defines; with `keep_asserts`,
+    the message of each `assert cond, message` (a failed one prints 'AssertionError: message': DeepSpeed's op
+    builders report a missing CUDA toolkit that way up to 0.12.3)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -125,6 +127,11 @@ def python_messages(source: str, keep_info: bool, module: str | None = None) -> 
             and any(re.search(r"(Error|Exception)$", ast.unparse(b)) for b in node.bases)
         ):
             out.append(PyMessage(node.lineno, "RAISE", "brace", f"{module}.{node.name}:"))
+            continue
+        if keep_asserts and isinstance(node, ast.Assert) and node.msg is not None:
+            found = _message(node.msg, lazy_args=False)
+            if found:
+                out.append(PyMessage(node.lineno, "RAISE", *found))
             continue
         if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
             found = _message(node.exc.args[0], lazy_args=False)
