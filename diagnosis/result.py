@@ -260,7 +260,7 @@ def _text(result: dict, best_slug: str, guide_slug: str) -> str:
     elif not best_slug:
         out.append(
             "No failure found in this log: every suspicious line is a known-harmless message."
-            if result["harmless"]
+            if result["harmless"] and "first_failure" not in result
             else "No known case explains this log with confidence."
         )
     for number, match in enumerate(result["matches"], 1):
@@ -370,7 +370,8 @@ def _snapshot(result: Result, hits: list, wizard_url: str, capture_url: str) -> 
         "hits": [
             {"url": h.url or catalog.case_urls.get(h.slug, ""), "title": h.title, "summary": h.summary}
             for h in hits
-            if h.slug not in match_slugs
+            # a known-harmless message's page is not a possible cause: it is listed apart, as harmless
+            if h.slug not in match_slugs and not (h.url or "").startswith(catalog.harmless_url)
         ]
         if not matches
         else [],

@@ -331,3 +331,12 @@ class LineLocator:
         if not self.text:
             return 0
         return self.newlines + len(self._joins) + (0 if self.text.endswith("\n") else 1)
+
+
+def text_clipped(text: str, limit: int) -> str:
+    """At most `limit` characters of a message for a sentence: cut at a space where one is near, marked with '…',
+    so a summary never ends mid-word with the next words of its own sentence glued on."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", limit // 2, limit)
+    return text[: cut if cut > 0 else limit].rstrip(" ,;:(") + "…"

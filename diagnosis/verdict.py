@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 from diagnosis.readers.events import Failure
 from diagnosis.readers.facts import RankState
 from diagnosis.readers.stacks import Stack
+from diagnosis.text import text_clipped
 
 
 # Rows of the per-rank table kept, and groups shown by the page and the JSON: a crafted 1 MB paste of 4,000 ranks,
@@ -119,8 +120,8 @@ def failure_text(failure: Failure) -> str:
         "signal": "crashed on a signal",
         "cuda-error": "hit a CUDA error",
         "ecc-error": "hit an uncorrectable GPU memory (ECC) error",
-        "exception": f"raised an exception ({failure.text[:120]})",
-        "exit": f"exited with an error ({failure.text[:120]})",
+        "exception": f"raised an exception ({text_clipped(failure.text, 120)})",
+        "exit": f"exited with an error ({text_clipped(failure.text, 120)})",
     }.get(failure.kind, "failed")
     when = f" at {failure.time}" if failure.time else ""
     where = f"; its innermost frame: {failure.frame} (line {failure.frame_line})" if failure.frame and failure.frame_line else ""

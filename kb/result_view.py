@@ -99,7 +99,8 @@ def snapshot_view(snapshot: dict[str, Any]) -> dict[str, Any]:
         "near_miss": snapshot.get("near_miss"),
         "failure": snapshot.get("failure"),
         "harmless": harmless,
-        "only_harmless": bool(harmless) and not any_confident,
+        # "No failure found" only when nothing failed: a rank's own exception is a failure, harmless lines or not
+        "only_harmless": bool(harmless) and not any_confident and not snapshot.get("failure"),
         "repairs": snapshot.get("repairs", []),
         "any_confident": any_confident,
         "facts": snapshot.get("facts", []),

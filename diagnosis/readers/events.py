@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from diagnosis.scanning import TextScanner, required_literals
 from diagnosis.readers.stacks import Stack, stacks_extract
-from diagnosis.text import TAG_OUTPUT_PREFIX, TORCHRUN_PREFIX, LineLocator
+from diagnosis.text import TAG_OUTPUT_PREFIX, TORCHRUN_PREFIX, LineLocator, text_clipped
 import dataclasses
 
 from diagnosis.readers.base import FileReading, JobParts, Window
@@ -173,7 +173,7 @@ def failure_effects(failure: Failure, stacks: list[tuple[Stack, str | None]], li
         if not any(word in stack.exception for word in _PEER_LOST):
             continue
         rank = stack.rank if stack.rank is not None and not stack.rank_nearby else None
-        found.append(f"{'rank ' + str(rank) if rank is not None else 'a process'}: {stack.exception[:160]}")
+        found.append(f"{'rank ' + str(rank) if rank is not None else 'a process'}: {text_clipped(stack.exception, 160)}")
         if len(found) >= limit:
             break
     return tuple(found)

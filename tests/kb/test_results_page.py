@@ -225,3 +225,25 @@ def test_a_confident_match_without_evidence_lines_says_what_its_confidence_rests
     html = render_to_string("kb/_results.html", {"result": snapshot_view({"best_slug": match["slug"], "matches": [match]})})
     assert "Evidence from your log (0 lines)" not in html
     assert "No single line of your log is this case's evidence" in html
+
+
+def test_a_log_with_a_rank_s_own_exception_never_says_no_failure_was_found(client):
+    """A KeyError on rank 1 and torchrun's harmless OMP_NUM_THREADS notice: the page names the failure, it does not
+    call every suspicious line harmless (seen in Chromium: 'No failure found in this log' above rank 1's traceback)."""
+    from pathlib import Path
+
+    log = Path(__file__).resolve().parents[1] / "fixtures/logs/generated/keyerror-dataloader-rank1-peer-closed-torch2141.log"
+    page = diagnose_page(client, log.read_text())
+    assert "No failure found in this log" not in page
+    assert "raised an exception (KeyError" in page
+
+
+def test_a_harmless_message_s_page_is_never_offered_as_possibly_related(client):
+    """A rank's KeyError with torchrun's OMP_NUM_THREADS notice above it: the notice is listed apart as harmless,
+    never as a possible cause in the answer box (seen in Chromium: its page was the first 'possibly related')."""
+    from pathlib import Path
+
+    log = Path(__file__).resolve().parents[1] / "fixtures/logs/generated/keyerror-dataloader-rank1-peer-closed-torch2141.log"
+    page = diagnose_page(client, log.read_text())
+    related = page[page.index("Possibly related") : page.index("</ul>", page.index("Possibly related"))]
+    assert "/kb/harmless/" not in related
