@@ -180,3 +180,50 @@ def test_harmless_badges_and_example_releases_need_the_names_read(tmp_path):
         "content/harmless/h.yaml:6: TORCH_NCCL_AVOID_RECORD_STREAMS in an example labelled pytorch 2.15.0, but the catalogue says "
         "read in 2.2.2–2.14.1 (f)",
     ]
+
+
+# An example's file:line agrees with the release its badge names (kb/content/example_lines.py; second audit).
+
+
+def test_example_lines_agree_with_the_message_harvest():
+    from kb.content.example_lines import example_line_problems
+
+    problems = example_line_problems(CONTENT)
+    assert not problems, f"{len(problems)} examples show a line their release does not print at:\n" + "\n".join(
+        map(str, problems)
+    )
+
+
+def test_an_example_line_from_another_release_fails(tmp_path):
+    from kb.content.example_lines import example_line_problems, harvest
+
+    harvest_dir = tmp_path / "harvest"
+    harvest_dir.mkdir()
+    (harvest_dir / "nccl.tsv").write_text(
+        "release\tfile\tline\tseverity\tstyle\tsource\tformat\n"
+        "2.7.8\tsrc/include/socket.h\t403\tWARN\tprintf\tv2.7.8-1\tConnect to %s failed : %s\n"
+        "2.7.8\tsrc/transport/p2p.cc\t237\tWARN\tprintf\tv2.7.8-1\tfailed to open CUDA IPC handle : %d %s\n"
+        "2.8.4\tsrc/include/socket.h\t406\tWARN\tprintf\tv2.8.4-1\tConnect to %s failed : %s\n",
+        encoding="utf-8",
+    )
+    content = tmp_path / "content"
+    (content / "cases").mkdir(parents=True)
+    (content / "harmless").mkdir()
+    (content / "harmless" / "h.yaml").write_text(
+        "id: h\nexamples:\n"
+        "  - text: 'n:1:2 [0] include/socket.h:403 NCCL WARN Connect to 10.0.0.1<1> failed : Connection timed out'\n"
+        "    release: NCCL 2.8.4 (src/include/socket.h)\n"
+        "  - text: 'n:1:2 [0] include/socket.h:403 NCCL WARN Connect to 10.0.0.1<1> failed : Connection timed out'\n"
+        "    release: NCCL 2.7.8\n"
+        "  - text: 'n:1:2 [0] transport/p2p.cc:238 NCCL WARN failed to open CUDA IPC handle : 217 peer access'\n"
+        "    release: NCCL 2.7.8 (a call over two lines, reported at its second)\n"
+        "  - text: 'n:1:2 [0] include/socket.h:999 NCCL WARN Connect to 10.0.0.1<1> failed : Connection refused'\n"
+        "    release: NCCL 2.9.9 (not harvested, so not judged)\n",
+        encoding="utf-8",
+    )
+    harvest.cache_clear()
+    assert [str(p) for p in example_line_problems(content, harvest_dir)] == [
+        "content/harmless/h.yaml:3: example labelled NCCL 2.8.4 shows include/socket.h:403, but 2.8.4 prints it at "
+        "src/include/socket.h:406"
+    ]
+    harvest.cache_clear()
