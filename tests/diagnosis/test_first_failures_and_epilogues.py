@@ -17,7 +17,7 @@ import pytest
 from django.conf import settings
 
 from diagnosis import diagnose
-from diagnosis.engine import CONFIDENT, log_diagnose
+from diagnosis.engine import log_diagnose
 from diagnosis.readers.events import failure_exception
 from diagnosis.readers.stacks import stacks_extract
 from diagnosis.result import Catalog
@@ -25,28 +25,16 @@ from diagnosis.scanning import TextScanner
 from diagnosis.text import LineLocator, paste_repair
 from diagnosis.verdict import failure_text
 
-try:
-    from tools.corpus import content_rules  # where main keeps it from e2027f0 on
-except ImportError:
-    from kb.corpus import content_rules
+from tests.diagnosis.generated_runs import GENERATED, RELEASES, confident, run
+from tools.corpus import content_rules
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
-GENERATED = LOGS / "generated"
-RELEASES = ("torch212", "torch2130", "torch2141")
 TRIAGE = "nccl-watchdog-timeout-triage"
 
 
 @pytest.fixture(scope="module")
 def rules():
     return content_rules(settings.CONTENT_DIR)
-
-
-def run(rules, path: Path):
-    return log_diagnose([(path.name, path.read_bytes())], rules)
-
-
-def confident(diagnosis) -> list[str]:
-    return [m.slug for m in diagnosis.matches if m.confidence >= CONFIDENT]
 
 
 def stacks(text: str):

@@ -13,32 +13,20 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from diagnosis.engine import CONFIDENT, log_diagnose
+from diagnosis.engine import log_diagnose
 from diagnosis.readers.stacks import gloo_waits, stacks_extract
 from diagnosis.scanning import TextScanner
 from diagnosis.text import LineLocator
 
-try:
-    from tools.corpus import content_rules  # where main keeps it from e2027f0 on
-except ImportError:
-    from kb.corpus import content_rules
+from tests.diagnosis.generated_runs import GENERATED, RELEASES, confident, run
+from tools.corpus import content_rules
 
-GENERATED = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "generated"
-RELEASES = ("torch212", "torch2130", "torch2141")
 RANK0 = "rank0-long-preprocessing-barrier-timeout"
 
 
 @pytest.fixture(scope="module")
 def rules():
     return content_rules(settings.CONTENT_DIR)
-
-
-def run(rules, path: Path):
-    return log_diagnose([(path.name, path.read_bytes())], rules)
-
-
-def confident(diagnosis) -> list[str]:
-    return [m.slug for m in diagnosis.matches if m.confidence >= CONFIDENT]
 
 
 def stacks(path: Path):

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import argparse
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import HARVEST_DIR, HarvestRow, harvest_write, release_key  # noqa: E402
+from common import HARVEST_DIR, HarvestRow, git, harvest_write, last_patch_tags  # noqa: E402
 from pysource import python_messages  # noqa: E402
 
 FIRST_MINOR = (0, 8)
@@ -23,30 +22,13 @@ WITH_INFO = re.compile(r"^deepspeed/launcher/[^/]+\.py$")
 WARN_ONLY = re.compile(r"^(op_builder/[^/]+\.py|deepspeed/comm/[^/]+\.py|deepspeed/elasticity/[^/]+\.py)$")
 
 
-def git(mirror: Path, *args: str, data: bytes | None = None) -> bytes:
-    return subprocess.run(["git", "-C", str(mirror), *args], input=data, capture_output=True, check=True).stdout
-
-
-def release_tags(mirror: Path) -> list[str]:
-    """The last vX.Y.Z tag of every minor from FIRST_MINOR on."""
-    best: dict[tuple[int, int], tuple[tuple[int, ...], str]] = {}
-    for tag in git(mirror, "tag").decode().split():
-        m = re.fullmatch(r"v(\d+)\.(\d+)\.(\d+)", tag)
-        if not m:
-            continue
-        key = tuple(int(x) for x in m.groups())
-        if key[:2] >= FIRST_MINOR and (key[:2] not in best or best[key[:2]][0] < key):
-            best[key[:2]] = (key, tag)
-    return sorted((tag for _, tag in best.values()), key=release_key)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--mirror", type=Path, required=True, help="git directory of a deepspeedai/DeepSpeed mirror")
     parser.add_argument("--out", type=Path, default=HARVEST_DIR / "deepspeed.tsv")
     args = parser.parse_args()
     rows: list[HarvestRow] = []
-    for tag in release_tags(args.mirror):
+    for tag in last_patch_tags(args.mirror, FIRST_MINOR):
         release = tag[1:]
         names = [
             n

@@ -12,33 +12,15 @@ from __future__ import annotations
 
 import argparse
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import HARVEST_DIR, HarvestRow, harvest_write, release_key  # noqa: E402
+from common import HARVEST_DIR, HarvestRow, git, harvest_write, last_patch_tags  # noqa: E402
 
 FIRST_MINOR = (4, 0)
 TOPIC = re.compile(r"^\[([^\]]+)\]\s*$")
-
-
-def git(mirror: Path, *args: str) -> bytes:
-    return subprocess.run(["git", "-C", str(mirror), *args], capture_output=True, check=True).stdout
-
-
-def release_tags(mirror: Path) -> list[str]:
-    """The last vX.Y.Z tag of every minor from FIRST_MINOR on."""
-    best: dict[tuple[int, int], tuple[tuple[int, ...], str]] = {}
-    for tag in git(mirror, "tag").decode().split():
-        m = re.fullmatch(r"v(\d+)\.(\d+)\.(\d+)", tag)
-        if not m:
-            continue
-        key = tuple(int(x) for x in m.groups())
-        if key[:2] >= FIRST_MINOR and (key[:2] not in best or best[key[:2]][0] < key):
-            best[key[:2]] = (key, tag)
-    return sorted((tag for _, tag in best.values()), key=release_key)
 
 
 def sections(text: str) -> list[tuple[int, str, str]]:
@@ -71,7 +53,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=HARVEST_DIR / "openmpi.tsv")
     args = parser.parse_args()
     rows: list[HarvestRow] = []
-    for tag in release_tags(args.mirror):
+    for tag in last_patch_tags(args.mirror, FIRST_MINOR):
         names = [
             n
             for n in git(args.mirror, "ls-tree", "-r", "--name-only", tag).decode().splitlines()
