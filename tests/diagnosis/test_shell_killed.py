@@ -15,10 +15,7 @@ from diagnosis.readers.events import LITERALS, first_failure
 from diagnosis.scanning import TextScanner
 from diagnosis.text import LineLocator
 
-try:
-    from tools.corpus import content_rules  # where main keeps it from e2027f0 on
-except ImportError:
-    from kb.corpus import content_rules
+from tools.corpus import content_rules
 
 BAR = "".join(
     f"\rLoading checkpoint shards:  {i * 20:2d}%|{'#' * i * 2:<10}| {i}/5 [00:{i * 5:02d}<00:15,  5.00s/it]" for i in range(3)
