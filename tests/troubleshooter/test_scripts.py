@@ -358,10 +358,25 @@ def test_a_build_lock_is_reported_and_never_removed(library, tmp_path):
     checked = _run(script, "--check", env={"HOME": str(home)})
     assert checked.returncode == 0, checked.stderr
     assert str(lock) in checked.stdout and lock.exists()
-    result = _run(script, "true", env={"HOME": str(home)})
-    assert result.returncode == 0, result.stderr
-    assert lock.exists() and "never removes build locks" in result.stderr
-    assert "rm -f" not in script.read_text().split("instructions() {")[0]
+    launched = tmp_path / "launched"
+    result = _run(script, "touch", str(launched), env={"HOME": str(home)})
+    assert result.returncode == 3 and not launched.exists(), result.stderr
+    assert lock.exists() and "Not launching" in result.stderr and str(lock) in result.stderr
+    assert "rm -f" not in script.read_text().split("instructions() {")[0].replace("(rm -f PATH/lock)", "")
+
+
+def test_the_stale_lock_fix_launches_once_no_lock_is_left(library, tmp_path):
+    """Issue 33: a fix script that reran the same command into the same lock fixed nothing; with the lock gone it runs
+    the command as asked."""
+    home = tmp_path / "home"
+    (home / ".cache" / "torch_extensions").mkdir(parents=True)
+    script = tmp_path / "fix.sh"
+    script.write_text(
+        render(library, _state(when="every-job", rerun_where="build", rerun_build="extension", launcher="torchrun"))
+    )
+    launched = tmp_path / "launched"
+    result = _run(script, "touch", str(launched), env={"HOME": str(home)})
+    assert result.returncode == 0 and launched.exists(), result.stderr
 
 
 def test_te_below_1_9_without_mpirun_gets_no_open_mpi_advice(library):
