@@ -32,6 +32,7 @@ MARKERS = (
     "torch.distributed",
     "Error",
     "error",
+    "Exception",
     "Timed out",
     "timed out",
     "Killed",

@@ -64,3 +64,16 @@ def test_a_healthy_log_has_no_printed_meanings(rules):
 def test_the_catalogue_survives_the_rules_snapshot_round_trip(rules):
     again = messages_load(messages_dump(rules.messages))
     assert again.entries == rules.messages.entries and again.releases == rules.messages.releases
+
+
+def test_cases_count_what_a_catalogued_line_means():
+    """Content conditions on the fact `printed`: a build failure in any release's wording is evidence for the JIT
+    build case, beside its own signatures."""
+    from tools.corpus import content_rules
+
+    rules = content_rules(MESSAGES.parents[1])
+    text = "deepspeed.ops.op_builder.builder.MissingCUDAException: CUDA_HOME does not exist, unable to compile CUDA op(s)\n"
+    diagnosis = log_diagnose([("job.log", text.encode())], rules)
+    case = next(m for m in diagnosis.matches if m.slug == "jit-extension-build-failure")
+    assert "build.failed" in diagnosis.facts["printed"]
+    assert "printed-build-failed" in [s["id"] for s in case.signals]
