@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from diagnosis.engine import log_diagnose
+from diagnosis.engine import log_diagnose, sources_split
 from diagnosis.evidence import SourceText
-from diagnosis.readers.flight_recorder import flight_recorder_detect
 from diagnosis.reading import Source
 from diagnosis.result import Catalog, Result, result_build
 from diagnosis.rules import Rules
@@ -35,15 +34,10 @@ def diagnose(
     diagnosis = log_diagnose(sources, rules, top=top, budget_s=budget_s, workers=workers, ranks=ranks)
     texts = None
     if context:
-        logs = [(name, data) for name, data in sources if not _is_dump(name, data)]
+        logs, _ = sources_split(sources)
         if logs and all(isinstance(data, (bytes, bytearray, str)) for _, data in logs):
             texts = SourceText.decoded(logs)
     return result_build(diagnosis, catalog, rules=rules, texts=texts, notes=notes)
-
-
-def _is_dump(name: str, data: Source) -> bool:
-    """As log_diagnose tells them apart: a Flight Recorder dump is read as a dump, never as text."""
-    return isinstance(data, (bytes, bytearray)) and flight_recorder_detect(name, data)
 
 
 __all__ = ["Catalog", "Result", "diagnose"]

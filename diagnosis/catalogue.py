@@ -569,7 +569,7 @@ class Catalogue:
             raise ValueError(f"entries of several programs: {sorted(programs)}")
         program = programs.pop()
         releases = self.releases.get(program) or sorted({e.first for e in chosen} | {e.last for e in chosen}, key=_release_key)
-        common = [r for r in releases if all(_prints(e, r) for e in chosen)]
+        common = [r for r in releases if all(printed_in(e, r) for e in chosen)]
         return (common[0], common[-1]) if common else None
 
 
@@ -577,7 +577,8 @@ def _release_key(release: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", release))
 
 
-def _prints(entry: Entry, release: str) -> bool:
+def printed_in(entry: Entry, release: str) -> bool:
+    """Whether `release` prints the entry's wording: within its first and last release, and not a gap between."""
     return _release_key(entry.first) <= _release_key(release) <= _release_key(entry.last) and release not in entry.absent_in
 
 

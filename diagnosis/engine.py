@@ -108,9 +108,7 @@ def log_diagnose(
     file whose path says it (torchrun's --log-dir layout, rank3.log) for lines that do not."""
     started = time.perf_counter()
     deadline = started + budget_s if budget_s else None
-    is_dump = [isinstance(data, (bytes, bytearray)) and flight_recorder_detect(name, data) for name, data in sources]
-    dumps = [source for source, dump in zip(sources, is_dump) if dump]
-    sources = [source for source, dump in zip(sources, is_dump) if not dump]
+    sources, dumps = sources_split(sources)
     labels = [name if len(sources) > 1 else None for name, _ in sources]
     if workers > 1 and all(isinstance(data, Path) for _, data in sources):
         readings = paths_read(rules, [data for _, data in sources], labels, deadline, workers)
@@ -128,6 +126,13 @@ def log_diagnose(
     return job_diagnose(
         readings, rules, top=top, started=started, recorder=recorder, file_ranks=file_ranks, source_ranks=source_ranks
     )
+
+
+def sources_split(sources: list[tuple[str, Source]]) -> tuple[list[tuple[str, Source]], list[tuple[str, Source]]]:
+    """A job's log files and its Flight Recorder dumps (read as dumps, never as text), each in the order given."""
+    is_dump = [isinstance(data, (bytes, bytearray)) and flight_recorder_detect(name, data) for name, data in sources]
+    logs = [source for source, dump in zip(sources, is_dump) if not dump]
+    return logs, [source for source, dump in zip(sources, is_dump) if dump]
 
 
 def job_diagnose(

@@ -61,14 +61,6 @@ class Result:
     version: int = VERSION
 
     @property
-    def best(self) -> Any:
-        return next((m for m in self.diagnosis.matches if m.slug == self.best_slug), None)
-
-    @property
-    def confident_cause(self) -> bool:
-        return bool(self.best_slug)
-
-    @property
     def facts(self) -> dict[str, Any]:
         return self.diagnosis.facts
 

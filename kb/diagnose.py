@@ -16,7 +16,7 @@ from diagnosis import Catalog, Result
 from diagnosis.job_files import JobInput
 from diagnosis.reading import Source
 from diagnosis.catalogue import Catalogue
-from diagnosis.readers.catalogue import diagnostic_messages
+from diagnosis.readers.catalogue import content_messages
 from diagnosis.rules import Rules, rules_compile
 from kb.content.rules_snapshot import rules_snapshot_read
 from kb.models import Case, ContentState, HarmlessLine, case_url
@@ -46,20 +46,9 @@ def rules_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return list(Case.objects.values(*CASE_RULE_FIELDS)), harmless
 
 
-_messages: dict[tuple, Catalogue | None] = {}
-
-
 def messages_current() -> Catalogue | None:
-    """The message catalogue of content/catalogue/messages, its diagnostic entries, read again when a file changes;
-    None when the content has none."""
-    folder = Path(settings.CONTENT_DIR) / "catalogue" / "messages"
-    files = sorted(folder.glob("*.yaml")) if folder.is_dir() else []
-    key = tuple((str(path), path.stat().st_mtime_ns, path.stat().st_size) for path in files)
-    if key not in _messages:
-        _messages.clear()
-        cache = Path(settings.BASE_DIR) / "var" / "cache"  # the parsed YAML, kept under the files' digest
-        _messages[key] = diagnostic_messages(Catalogue.load(folder, cache_dir=cache)) if files else None
-    return _messages[key]
+    """The served content's message catalogue, its diagnostic entries (the parsed YAML kept in var/cache)."""
+    return content_messages(Path(settings.CONTENT_DIR), Path(settings.BASE_DIR) / "var" / "cache")
 
 
 def catalog_current() -> Catalog:

@@ -187,7 +187,7 @@ def _results(request: HttpRequest, search_text: str, job: JobInput, *, pasted: b
         hits = []
     wizard_url = facts_link(result.handoff_facts) if result.handoff_facts else None
     # Evidence that does not explain the hang: offer the script that records what the next run needs.
-    capture_url = None if result.confident_cause else facts_link(result.facts, "capture")
+    capture_url = None if result.best_slug else facts_link(result.facts, "capture")
     snapshot = result.to_snapshot(hits=hits, wizard_url=wizard_url or "", capture_url=capture_url or "")
     context = {"result": snapshot_view(snapshot), "hits": snapshot["hits"], "wizard_url": wizard_url}
     context.update(result_context(request, snapshot, result, job.logs(), pasted=pasted))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from diagnosis.readers.base import FileReading, JobParts, Window
@@ -181,6 +182,17 @@ def diagnostic_messages(messages: Catalogue) -> Catalogue:
     from diagnosis.catalogue import Catalogue
 
     return Catalogue([e for e in messages.entries.values() if e.meaning not in NOT_DIAGNOSTIC], messages.releases)
+
+
+def content_messages(content_dir: Path, cache_dir: Path | None = None) -> Catalogue | None:
+    """The diagnostic part of a content folder's message catalogue (content/catalogue/messages), None without one.
+    `cache_dir` keeps the parsed YAML under its files' digest (parsing is a few seconds)."""
+    from diagnosis.catalogue import Catalogue
+
+    folder = Path(content_dir) / "catalogue" / "messages"
+    if not any(folder.glob("*.yaml")):
+        return None
+    return diagnostic_messages(Catalogue.load(folder, cache_dir=cache_dir))
 
 
 def messages_dump(messages: Catalogue) -> dict[str, Any]:

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import re
 
-from diagnosis.catalogue import Catalogue, example_line
+from diagnosis.catalogue import Catalogue, example_line, printed_in
 from diagnosis.scanning import required_literal_groups
 from kb.content.frontmatter import front_matter_split
-from kb.content.ranges import Problem, contains, spec_of
+from kb.content.ranges import Problem, contains, few_releases, spec_of
 from kb.content.yamllines import YamlDocument, yaml_file_read
 
 # content's software name -> the catalogue's program
@@ -57,7 +57,7 @@ def _item_problems(shown: str, doc: YamlDocument, where: tuple, item: dict, mess
         releases = messages.releases.get(program, [])
         if not entries or not releases:
             continue
-        printing = [r for r in releases if any(_prints(messages, entry_id, r) for entry_id in entries)]
+        printing = [r for r in releases if any(printed_in(messages.entries[entry_id], r) for entry_id in entries)]
         excluded = [r for r in releases if r in printing and not contains(spec, r)]
         # A release in the range may print an alternative of the pattern that no template spells out (NCCL's
         # SYSCHECK prints "Call to %s failed": the call's name is a value): then "includes" cannot be told.
@@ -66,9 +66,9 @@ def _item_problems(shown: str, doc: YamlDocument, where: tuple, item: dict, mess
         if excluded or included:
             why = []
             if excluded:
-                why.append(f"excludes {_few(excluded)}, which print{'s' if len(excluded) == 1 else ''} it")
+                why.append(f"excludes {few_releases(excluded)}, which print{'s' if len(excluded) == 1 else ''} it")
             if included:
-                why.append(f"includes {_few(included)}, which do{'es' if len(included) == 1 else ''} not print it")
+                why.append(f"includes {few_releases(included)}, which do{'es' if len(included) == 1 else ''} not print it")
             span = f"{printing[0]}–{printing[-1]}" if printing else "no harvested release"
             problems.append(
                 Problem(
@@ -97,17 +97,3 @@ def _line(entry) -> str:
     if key not in _lines:
         _lines[key] = example_line(entry)
     return _lines[key]
-
-
-def _prints(messages: Catalogue, entry_id: str, release: str) -> bool:
-    entry = messages.entries[entry_id]
-    key = _release_key
-    return key(entry.first) <= key(release) <= key(entry.last) and release not in entry.absent_in
-
-
-def _release_key(release: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in release.replace("-", ".").split(".") if part.isdigit())
-
-
-def _few(releases: list[str]) -> str:
-    return ", ".join(releases) if len(releases) <= 4 else f"{releases[0]}, {releases[1]} … {releases[-1]} ({len(releases)})"

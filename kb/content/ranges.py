@@ -89,13 +89,13 @@ def disagreement(catalogue: Catalogue, entry: CatalogueEntry, spec: SpecifierSet
     excluded = [r for r in catalogue.releases if not contains(spec, r) and r in read]
     why = []
     if excluded:
-        why.append(f"'{text}' excludes {_few(excluded)}, which read{'s' if len(excluded) == 1 else ''} it")
+        why.append(f"'{text}' excludes {few_releases(excluded)}, which read{'s' if len(excluded) == 1 else ''} it")
     if included:
-        why.append(f"'{text}' includes {_few(included)}, which do{'es' if len(included) == 1 else ''} not read it")
+        why.append(f"'{text}' includes {few_releases(included)}, which do{'es' if len(included) == 1 else ''} not read it")
     return "; ".join(why)
 
 
-def _few(releases: list[str]) -> str:
+def few_releases(releases: list[str]) -> str:
     return (
         ", ".join(releases) if len(releases) <= 4 else f"{releases[0]}, {releases[1]} … {releases[-1]} ({len(releases)} releases)"
     )
@@ -207,7 +207,7 @@ def _badge_check(
                 Problem(
                     shown, line,
                     f"{name} versions {{{software}: '{text}'}} but the catalogue says read in {describe(catalogue, found)}: "
-                    f"'{text}' includes {_few(missing)}, which do{'es' if len(missing) == 1 else ''} not read it",
+                    f"'{text}' includes {few_releases(missing)}, which do{'es' if len(missing) == 1 else ''} not read it",
                 )
             )  # fmt: skip
     return problems
@@ -386,7 +386,7 @@ def script_problems(content_dir: Path, skeleton_dir: Path, catalogues: dict[str,
                             if why:
                                 bad.setdefault((sent, why), []).append(release)
                     for (sent, why), releases in bad.items():
-                        where = f"exported for PyTorch {_few(releases)} (torch answer {answer})"
+                        where = f"exported for PyTorch {few_releases(releases)} (torch answer {answer})"
                         problems.append(Problem(doc.path, line, f"{sent} {where}, but the catalogue says {why}"))
     problems += _read_names_problems(content_dir, skeleton_dir, catalogues, owners)
     return problems

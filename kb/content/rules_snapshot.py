@@ -98,10 +98,8 @@ def _literal_database_cached(build: Path, rules: Rules) -> None:
 
 
 def _build_file_load(build: Path, name: str, load: Callable[[bytes], bool]) -> bool:
-    try:
-        return load((build / name).read_bytes())
-    except OSError:
-        return False
+    content = _build_file_read(build, name)
+    return content is not None and load(content)
 
 
 def _build_file_read(build: Path, name: str) -> bytes | None:
