@@ -18,7 +18,7 @@ from kb.content.cases import case_files_read
 from kb.content.harmless import harmless_files_read
 from diagnosis.catalogue import Catalogue
 from diagnosis.engine import CONFIDENT, Diagnosis, log_diagnose
-from diagnosis.readers.catalogue import diagnostic_messages
+from diagnosis.readers.catalogue import content_messages
 from diagnosis.rules import Rules, rules_compile
 
 BANDS = ((0.0, 0.3), (0.3, 0.5), (0.5, 0.7), (0.7, 0.9), (0.9, 1.01))
@@ -67,18 +67,13 @@ def content_rules(content_dir: Path) -> Rules:
     harmless, harmless_errors = harmless_files_read(content_dir)
     if errors or harmless_errors:
         raise ValueError("content is invalid: " + "; ".join(str(e) for e in errors + harmless_errors))
-    return rules_compile(
-        [{**d.meta, "slug": d.slug} for d in docs], [h.meta for h in harmless], content_messages(Path(content_dir))
-    )
+    return rules_compile([{**d.meta, "slug": d.slug} for d in docs], [h.meta for h in harmless], _messages(Path(content_dir)))
 
 
 @functools.lru_cache(maxsize=2)
-def content_messages(content_dir: Path) -> Catalogue | None:
-    """The diagnostic part of content/catalogue/messages, read once per process (a few seconds of YAML)."""
-    folder = content_dir / "catalogue" / "messages"
-    if not any(folder.glob("*.yaml")):
-        return None
-    return diagnostic_messages(Catalogue.load(folder, cache_dir=CACHE_DIR))
+def _messages(content_dir: Path) -> Catalogue | None:
+    """Read once per process: the tests score hundreds of logs with the same catalogue."""
+    return content_messages(content_dir, CACHE_DIR)
 
 
 @dataclass

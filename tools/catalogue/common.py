@@ -188,16 +188,3 @@ def line_of(text: str, index: int) -> int:
 def git(mirror: Path, *args: str, data: bytes | None = None) -> bytes:
     """A git command's output in a fetched mirror (a git directory without a work tree)."""
     return subprocess.run(["git", "-C", str(mirror), *args], input=data, capture_output=True, check=True).stdout
-
-
-def last_patch_tags(mirror: Path, first_minor: tuple[int, int]) -> list[str]:
-    """The last vX.Y.Z tag of every minor release from `first_minor` on, oldest first."""
-    best: dict[tuple[int, int], tuple[tuple[int, ...], str]] = {}
-    for tag in git(mirror, "tag").decode().split():
-        m = re.fullmatch(r"v(\d+)\.(\d+)\.(\d+)", tag)
-        if not m:
-            continue
-        key = tuple(int(x) for x in m.groups())
-        if key[:2] >= first_minor and (key[:2] not in best or best[key[:2]][0] < key):
-            best[key[:2]] = (key, tag)
-    return sorted((tag for _, tag in best.values()), key=release_key)

@@ -13,10 +13,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import HARVEST_DIR, HarvestRow, git, harvest_write, last_patch_tags  # noqa: E402
+from names_git import last_patch_tags  # noqa: E402
+from common import HARVEST_DIR, HarvestRow, git, harvest_write  # noqa: E402
 from pysource import python_messages  # noqa: E402
 
-FIRST_MINOR = (0, 8)
 # The launcher's INFO lines date restarts and name the world it starts; elsewhere only warnings, errors, raises.
 WITH_INFO = re.compile(r"^deepspeed/launcher/[^/]+\.py$")
 WARN_ONLY = re.compile(r"^(op_builder/[^/]+\.py|deepspeed/comm/[^/]+\.py|deepspeed/elasticity/[^/]+\.py)$")
@@ -28,7 +28,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=HARVEST_DIR / "deepspeed.tsv")
     args = parser.parse_args()
     rows: list[HarvestRow] = []
-    for tag in last_patch_tags(args.mirror, FIRST_MINOR):
+    for tag in last_patch_tags(str(args.mirror), "0.8", "99.99"):
         release = tag[1:]
         names = [
             n

@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import HARVEST_DIR, HarvestRow, git, harvest_write, last_patch_tags  # noqa: E402
+from names_git import last_patch_tags  # noqa: E402
+from common import HARVEST_DIR, HarvestRow, git, harvest_write  # noqa: E402
 
-FIRST_MINOR = (4, 0)
 TOPIC = re.compile(r"^\[([^\]]+)\]\s*$")
 
 
@@ -53,7 +53,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=HARVEST_DIR / "openmpi.tsv")
     args = parser.parse_args()
     rows: list[HarvestRow] = []
-    for tag in last_patch_tags(args.mirror, FIRST_MINOR):
+    for tag in last_patch_tags(str(args.mirror), "4.0", "99.99"):
         names = [
             n
             for n in git(args.mirror, "ls-tree", "-r", "--name-only", tag).decode().splitlines()

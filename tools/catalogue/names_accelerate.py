@@ -17,9 +17,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from names_git import add_argument_flags, last_patch_tags, show  # noqa: E402
+from names_git import launcher_flags  # noqa: E402
 
-from kb.content.names_catalogue import HarvestRow, write_harvest  # noqa: E402
+from kb.content.names_catalogue import write_harvest  # noqa: E402
 
 HARVEST = ROOT / "content/catalogue/names/harvest/accelerate.tsv"
 LAUNCH = "src/accelerate/commands/launch.py"
@@ -27,12 +27,7 @@ LAUNCH = "src/accelerate/commands/launch.py"
 
 def main() -> None:
     repo = sys.argv[1] if len(sys.argv) > 1 else "/work/.mirror/huggingface+accelerate/repo"
-    rows: list[HarvestRow] = []
-    for tag in last_patch_tags(repo, "0.20", "1.99"):
-        text = show(repo, tag, LAUNCH)
-        flags = add_argument_flags(text) if text else []
-        print(f"accelerate {tag}: {len(set(flags))} flags", file=sys.stderr)
-        rows += [HarvestRow(tag.lstrip("v"), "flag", flag, LAUNCH, "") for flag in flags]
+    rows = launcher_flags(repo, LAUNCH, "0.20", "1.99", "accelerate")
     write_harvest(HARVEST, rows, "accelerate")
 
 

@@ -7,12 +7,14 @@ from __future__ import annotations
 import ast
 import re
 import subprocess
+import sys
 
+from common import git as git_bytes
 from packaging.version import InvalidVersion, Version
 
 
 def git(repo: str, *args: str) -> str:
-    return subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True, check=True).stdout
+    return git_bytes(repo, *args).decode()
 
 
 def last_patch_tags(repo: str, first: str, last: str) -> list[str]:
@@ -35,6 +37,20 @@ def show(repo: str, tag: str, path: str) -> str | None:
     """The file at a tag, or None where the tag does not have it."""
     done = subprocess.run(["git", "-C", repo, "show", f"{tag}:{path}"], capture_output=True, text=True)
     return done.stdout if done.returncode == 0 else None
+
+
+def launcher_flags(repo: str, path: str, first: str, last: str, program: str) -> list:
+    """Harvest rows of every long flag the argparse parser at `path` accepts, in the last patch of each minor release
+    from `first` to `last` (names_deepspeed, names_accelerate)."""
+    from kb.content.names_catalogue import HarvestRow
+
+    rows = []
+    for tag in last_patch_tags(repo, first, last):
+        text = show(repo, tag, path)
+        flags = add_argument_flags(text) if text else []
+        print(f"{program} {tag}: {len(set(flags))} flags", file=sys.stderr)
+        rows += [HarvestRow(tag.lstrip("v"), "flag", flag, path, "") for flag in flags]
+    return rows
 
 
 def add_argument_flags(text: str) -> list[str]:
