@@ -35,20 +35,16 @@ def wizard_url_for_facts(facts: Mapping[str, Any]) -> str | None:
     log, so the wizard opens at the first unanswered question and lists what the log answered. None when no tree
     is available."""
     library = library_published()
-    best: tuple[int, str] | None = None
-    for tree_id in sorted(library.trees):
-        tree = library.trees[tree_id]
-        if tree.purpose != "diagnose":
-            continue
-        # a tree with a leaf for the diagnosed case wins over one whose questions the facts answer more of
-        count = len(answers_from_facts(tree, dict(facts))) + (
-            1000 if any(leaf.case == facts.get("case") for leaf in tree.leaves()) else 0
-        )
-        if best is None or count > best[0]:
-            best = (count, tree_id)
-    if best is None:
+    trees = [library.trees[tree_id] for tree_id in sorted(library.trees) if library.trees[tree_id].purpose == "diagnose"]
+    if not trees:
         return None
-    return state_url(best[1], state_from_facts(library.trees[best[1]], facts))
+    # a tree with a leaf for the diagnosed case first, then the one whose questions the facts answer most (the first
+    # by id on a tie)
+    tree = max(
+        trees,
+        key=lambda t: (any(leaf.case == facts.get("case") for leaf in t.leaves()), len(answers_from_facts(t, dict(facts)))),
+    )
+    return state_url(tree.id, state_from_facts(tree, facts))
 
 
 def capture_url_for_facts(facts: Mapping[str, Any]) -> str | None:
