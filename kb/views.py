@@ -159,10 +159,8 @@ def diagnose(request: HttpRequest) -> HttpResponse:
         return _diagnose_refused(request, 400, "Upload refused", str(err), "file")
     except NoLog as err:
         return _diagnose_refused(request, 400, "Nothing to diagnose", str(err), "log")
-    logs = job.logs()
-    head = logs[0][1][:2000].decode("utf-8", errors="replace") if logs else ""
     context = {"query": "", "pasted": True, "limit": size_text(settings.KB_MAX_LOG_BYTES)}
-    context.update(_results(request, head, job, pasted=True))
+    context.update(_results(request, None, job, pasted=True))
     return page_or_fragment(request, "kb/search.html", "kb/_results.html", context)
 
 
@@ -177,10 +175,14 @@ def _diagnose_refused(request: HttpRequest, status: int, title: str, message: st
     return render(request, "kb/search.html", context, status=status)
 
 
-def _results(request: HttpRequest, search_text: str, job: JobInput, *, pasted: bool) -> dict:
+def _results(request: HttpRequest, search_text: str | None, job: JobInput, *, pasted: bool) -> dict:
     """Diagnose, search, and shape the answer-first result; a paste (not a search link) also counts
-    towards the case's numbers, or, when nothing explained it, towards the curators' templates."""
+    towards the case's numbers, or, when nothing explained it, towards the curators' templates. `search_text`: what
+    the text search looks for; None for the head of the first log, as the diagnosis decoded it."""
     result = job_diagnosis_run(job, budget_s=settings.KB_DIAGNOSIS_BUDGET_S, context=True)
+    if search_text is None:
+        first = next(iter(result.texts.lines), None) if result.texts else None
+        search_text = result.texts.text(first)[:2000] if result.texts else ""
     try:
         hits = text_search(search_text, index_dir=settings.SEARCH_INDEX_DIR, limit=5)
     except IndexMissing:
