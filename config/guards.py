@@ -36,18 +36,12 @@ class RequestGuardMiddleware:
         limit = settings.KB_MAX_LOG_BYTES
         if declared <= limit + MULTIPART_MARGIN_BYTES:
             return None
-        from diagnosis.job_files import size_text
+        from kb.log_input import LogTooLarge
 
-        message = f"The log is larger than the limit of {size_text(limit)}."
+        refused = LogTooLarge(limit)
         if getattr(view_func, "answers_json", False):
-            return JsonResponse({"error": message, "limit_bytes": limit}, status=413)
-        return _refuse(
-            request,
-            413,
-            "Log too large",
-            f"{message} Trim it to the part around the first error, or split it per rank, or use "
-            "python manage.py diagnose on the command line, which has no limit.",
-        )
+            return JsonResponse({"error": str(refused), "limit_bytes": limit}, status=413)
+        return _refuse(request, 413, refused.title, refused.help_text())
 
 
 def _refuse(request: HttpRequest, status: int, title: str, message: str) -> HttpResponse:

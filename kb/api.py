@@ -12,8 +12,7 @@ from django.views.decorators.http import require_safe, require_POST
 
 from kb.diagnose import job_diagnosis_run
 from kb.forms import MAX_QUERY_CHARS, SearchForm
-from diagnosis.job_files import JobInputError, JobTooLarge
-from kb.log_input import LogTooLarge, NoLog, job_from_request
+from kb.log_input import REFUSED, job_from_request, refusal
 from kb.models import Case
 from kb.search.index import IndexMissing, search_results
 from kb.selectors import case_tags
@@ -61,14 +60,9 @@ def diagnose(request: HttpRequest) -> JsonResponse:
     """A raw body (a log, or a .tar.gz/.zip of a job's logs), a form field `log`, or uploaded files `file`."""
     try:
         job = job_from_request(request, allow_raw_body=True)
-    except LogTooLarge as err:
-        return JsonResponse({"error": str(err), "limit_bytes": err.limit}, status=413)
-    except JobTooLarge as err:
-        return JsonResponse({"error": str(err), "limit_bytes": settings.KB_MAX_JOB_BYTES}, status=413)
-    except JobInputError as err:
-        return JsonResponse({"error": str(err)}, status=400)
-    except NoLog as err:
-        return JsonResponse({"error": str(err)}, status=400)
+    except REFUSED as err:
+        refused = refusal(err)
+        return JsonResponse(refused.json(), status=refused.status)
     try:
         top = max(1, min(int(request.GET.get("top", 5)), 20))
     except ValueError:

@@ -5,6 +5,7 @@ command line uses, so ranks come from paths the same way and hostile archives ar
 from __future__ import annotations
 
 import tempfile
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
@@ -12,7 +13,16 @@ from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler
 from django.http import HttpRequest, QueryDict
 
-from diagnosis.job_files import MAX_MEMBER_BYTES, JobFile, JobInput, JobInputError, job_read, looks_like_archive, size_text
+from diagnosis.job_files import (
+    MAX_MEMBER_BYTES,
+    JobFile,
+    JobInput,
+    JobInputError,
+    JobTooLarge,
+    job_read,
+    looks_like_archive,
+    size_text,
+)
 
 
 class SpooledUploadHandler(FileUploadHandler):
@@ -40,9 +50,22 @@ class SpooledUploadHandler(FileUploadHandler):
 
 
 class LogTooLarge(Exception):
+    """A log over the size limit. Its title and advice are the one wording of the 413 page, whichever layer refuses
+    (the middleware on Content-Length, the views on the body read)."""
+
+    title = "Log too large"
+    advice = (
+        "Trim it to the part around the first error, or split it per rank, or run python manage.py diagnose on the "
+        "command line, which has no limit."
+    )
+
     def __init__(self, limit: int) -> None:
         self.limit = limit
         super().__init__(f"The log is larger than the limit of {size_text(limit)}.")
+
+    def help_text(self) -> str:
+        """What the page says: the limit, then what to do."""
+        return f"{self} {self.advice}"
 
 
 class NoLog(Exception):
@@ -51,6 +74,41 @@ class NoLog(Exception):
 
 class MixedInput(NoLog):
     """A paste and uploaded files together: they may be different jobs, so they are never merged."""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a request's job was refused, written once for the page and the API: the status, the page's title, the
+    reason (all the API says), what to do about it (the page adds it), the form field it is about, and the limit
+    passed when a size limit was."""
+
+    status: int
+    title: str
+    reason: str
+    advice: str
+    field: str
+    limit_bytes: int | None = None
+
+    def page_message(self) -> str:
+        return f"{self.reason} {self.advice}".strip()
+
+    def json(self) -> dict:
+        return {"error": self.reason} | ({} if self.limit_bytes is None else {"limit_bytes": self.limit_bytes})
+
+
+REFUSED = (LogTooLarge, JobInputError, NoLog)  # what job_from_request raises for input it will not diagnose
+
+
+def refusal(err: Exception) -> Refusal:
+    """The answer to one of REFUSED's errors."""
+    if isinstance(err, LogTooLarge):
+        return Refusal(413, err.title, str(err), err.advice, "log", err.limit)
+    if isinstance(err, JobTooLarge):
+        advice = "Upload the logs of the ranks that matter, or run python manage.py diagnose on the archive."
+        return Refusal(413, "Upload too large", str(err), advice, "file", settings.KB_MAX_JOB_BYTES)
+    if isinstance(err, JobInputError):
+        return Refusal(400, "Upload refused", str(err), "", "file")
+    return Refusal(400, "Nothing to diagnose", str(err), "", "log")
 
 
 def job_from_request(request: HttpRequest, *, allow_raw_body: bool = False) -> JobInput:

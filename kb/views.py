@@ -22,8 +22,8 @@ from config.database import failure_response
 from kb.diagnose import job_diagnosis_run
 from kb.context import account_kind
 from kb.extensions import facts_link
-from diagnosis.job_files import JobFile, JobInput, JobInputError, JobTooLarge, size_text
-from kb.log_input import LogTooLarge, NoLog, job_from_request
+from diagnosis.job_files import JobFile, JobInput, size_text
+from kb.log_input import REFUSED, LogTooLarge, job_from_request, refusal
 from kb.htmx import error_page, page_or_fragment, wants_fragment
 from kb import page_cache
 from kb.content.publish import served_build
@@ -111,12 +111,8 @@ def _search_posted(request: HttpRequest) -> HttpResponse:
         return response
     data = query.encode("utf-8", errors="replace")
     if len(data) > settings.KB_MAX_LOG_BYTES:
-        return error_page(
-            request,
-            413,
-            "Log too large",
-            f"{LogTooLarge(settings.KB_MAX_LOG_BYTES)} Trim it to the part around the first error, or split it per rank.",
-        )
+        refused = LogTooLarge(settings.KB_MAX_LOG_BYTES)
+        return error_page(request, 413, refused.title, refused.help_text())
     context = {"query": "", "pasted": True, "limit": size_text(settings.KB_MAX_LOG_BYTES)}
     job = JobInput(files=[JobFile(name="pasted", data=data)])
     context.update(_results(request, query[:2000], job, pasted="\n" in query.strip()))
@@ -143,22 +139,9 @@ def diagnose(request: HttpRequest) -> HttpResponse:
         return render(request, "kb/search.html", {"query": "", "limit": size_text(settings.KB_MAX_LOG_BYTES)})
     try:
         job = job_from_request(request)
-    except LogTooLarge as err:
-        return _diagnose_refused(
-            request, 413, "Log too large", f"{err} Trim it to the part around the first error, or split it per rank.", "log"
-        )
-    except JobTooLarge as err:
-        return _diagnose_refused(
-            request,
-            413,
-            "Upload too large",
-            f"{err} Upload the logs of the ranks that matter, or run python manage.py diagnose on the archive.",
-            "file",
-        )
-    except JobInputError as err:
-        return _diagnose_refused(request, 400, "Upload refused", str(err), "file")
-    except NoLog as err:
-        return _diagnose_refused(request, 400, "Nothing to diagnose", str(err), "log")
+    except REFUSED as err:
+        refused = refusal(err)
+        return _diagnose_refused(request, refused.status, refused.title, refused.page_message(), refused.field)
     context = {"query": "", "pasted": True, "limit": size_text(settings.KB_MAX_LOG_BYTES)}
     context.update(_results(request, None, job, pasted=True))
     return page_or_fragment(request, "kb/search.html", "kb/_results.html", context)

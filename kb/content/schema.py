@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from diagnosis.scanning import required_literals, sre_parse
 from diagnosis.conditions import condition_problems
-from diagnosis.versions import version_spec_valid
+from diagnosis.versions import SOFTWARE_NAMES, version_spec_valid
 from kb.content.fields import Field, duplicates_check, fields_check
 from kb.content.yamllines import Problem
 
@@ -67,23 +67,9 @@ TAG_VALUES: dict[str, tuple[str, ...]] = {
 }
 
 REFERENCE_KINDS = ("docs", "source", "issue", "pr", "article")
-# Software a version range can name (signatures, fix steps, harmless lines, reviewed_against).
-SOFTWARE = (
-    "pytorch",
-    "nccl",
-    "cuda",
-    "megatron-lm",
-    "transformer-engine",
-    "deepspeed",
-    "accelerate",
-    "transformers",
-    "trl",
-    "huggingface-hub",
-    "autotrain-advanced",
-    "open-mpi",
-    "linux-kernel",
-    "nvidia-driver",
-)
+# Software a version range can name (signatures, fix steps, harmless lines, reviewed_against): the names the
+# diagnosis shows (diagnosis.versions.SOFTWARE_NAMES), so a name cannot be allowed here and unknown there.
+SOFTWARE = tuple(SOFTWARE_NAMES)
 SIGNATURE_FLAGS = ("ignorecase",)
 WEIGHT_RANGE = (-10.0, 10.0)
 

@@ -7,6 +7,9 @@ from pathlib import Path
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
+from django.utils.html import escape
+
+from kb.log_input import LogTooLarge
 
 from tests.kb.html_checks import assert_valid_html
 
@@ -74,6 +77,21 @@ def test_page_over_the_size_limit_answers_413_page(client, settings):
     assert response.status_code == 413
     assert b"1000 bytes" in response.content
     assert_valid_html(response.content)
+
+
+@pytest.mark.parametrize(
+    ("route", "size"),
+    [("/diagnose", 5000), ("/diagnose", 200_000), ("/search", 5000)],
+    ids=["paste read by the view", "refused by Content-Length before the view", "search box"],
+)
+def test_every_layer_refuses_an_oversized_log_with_the_same_advice(client, settings, route, size):
+    settings.KB_MAX_LOG_BYTES = 1000
+    field = "log" if route == "/diagnose" else "q"
+    response = client.post(route, {field: "NCCL WARN timeout\n" * (size // 18)})
+    assert response.status_code == 413
+    page = response.content.decode()
+    assert "Log too large" in page and "1000 bytes" in page
+    assert escape(LogTooLarge.advice) in page
 
 
 def test_empty_paste_gets_a_clear_400(client):
