@@ -6,7 +6,7 @@ speed-ups (tests/diagnosis/test_package_boundary.py)."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 from diagnosis.engine import log_diagnose, sources_split
 from diagnosis.evidence import SourceText
@@ -26,12 +26,14 @@ def diagnose(
     ranks: dict[str, int] | None = None,
     notes: list[str] | None = None,
     context: bool = False,
+    unpickled: dict[str, Any] | None = None,
 ) -> Result:
     """Diagnose one job's files (name, data: bytes, text, a path or a binary file object) against `rules`, and name
     and link the answer from `catalog`. `context`: keep the logs' text held in memory as lines, so each evidence row
-    shows the lines around it and the odd ranks' own lines (a page asks for it; the JSON and the text need neither)."""
+    shows the lines around it and the odd ranks' own lines (a page asks for it; the JSON and the text need neither).
+    `ranks` and `unpickled` come from diagnosis.job_files (JobInput.ranks, JobInput.unpickled) when the files were."""
     sources = list(sources)
-    diagnosis = log_diagnose(sources, rules, top=top, budget_s=budget_s, workers=workers, ranks=ranks)
+    diagnosis = log_diagnose(sources, rules, top=top, budget_s=budget_s, workers=workers, ranks=ranks, unpickled=unpickled)
     texts = None
     if context:
         logs, _ = sources_split(sources)

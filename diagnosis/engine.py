@@ -96,6 +96,7 @@ def log_diagnose(
     budget_s: float | None = None,
     workers: int = 1,
     ranks: dict[str, int] | None = None,
+    unpickled: dict[str, Any] | None = None,
 ) -> Diagnosis:
     """Diagnose one job's logs (one or several files: ranks or nodes; bytes, text, paths or binary file
     objects). A signal counts once per case however many lines or files show it; evidence keeps the first
@@ -122,7 +123,7 @@ def log_diagnose(
         if rank is not None:
             file_ranks[rank] = file_ranks.get(rank, 0) + reading.bytes
             source_ranks[name] = rank
-    recorder = flight_recorder_read(dumps) if dumps else None
+    recorder = flight_recorder_read(dumps, unpickled) if dumps else None
     return job_diagnose(
         readings, rules, top=top, started=started, recorder=recorder, file_ranks=file_ranks, source_ranks=source_ranks
     )

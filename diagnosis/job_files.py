@@ -30,7 +30,7 @@ import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import IO
+from typing import IO, Any
 
 from diagnosis.archive_limits import (
     ArchiveRefused,
@@ -42,7 +42,7 @@ from diagnosis.archive_limits import (
     zip_member_stream,
 )
 from diagnosis.readers.debug_dumps import debug_dump_rounds
-from diagnosis.readers.flight_recorder import flight_recorder_detect, pickle_global_asked
+from diagnosis.readers.flight_recorder import NOT_LOADED, flight_recorder_detect, pickle_screen
 
 MAX_TOTAL_BYTES = 2 * 1024**3  # uncompressed bytes of every member together
 MAX_MEMBERS = 5000  # entries in an archive or files under a directory (folders count)
@@ -77,6 +77,7 @@ class JobFile:
     local_rank: int | None = None  # torchrun's per-node folder number, or `local_rank3` in a name
     node: str | None = None  # torchrun run folder, when a job holds several nodes
     kind: str = KIND_LOG  # "log" | "flight-recorder"
+    unpickled: Any = field(default=NOT_LOADED, compare=False, repr=False)  # a pickle as pickle_screen loaded it
 
 
 @dataclass
@@ -95,6 +96,10 @@ class JobInput:
     def sources(self) -> list[tuple[str, bytes]]:
         """Every file (logs and dumps) as (name, data), the form the diagnosis engine reads."""
         return [(f.name, f.data) for f in self.files]
+
+    def unpickled(self) -> dict[str, Any]:
+        """File name -> the pickled dump as screening loaded it, so that reading it does not unpickle it again."""
+        return {f.name: f.unpickled for f in self.dumps() if f.unpickled is not NOT_LOADED}
 
     def ranks(self) -> dict[str, int]:
         """File name -> rank, for the files whose path names their rank."""
@@ -515,10 +520,10 @@ def _classified(raw: list[tuple[str, bytes]], notes: list[str]) -> list[JobFile]
         if name in superseded:
             notes.append(f"{name}: skipped, an older round of the debug server's periodic dump ({superseded[name]} is newer)")
             continue
-        asked = pickle_global_asked(data)
-        if asked:
+        screened = pickle_screen(data)
+        if screened.asked:
             raise JobInputError(
-                f"'{_shown(name)}' is a pickle that asks to import {_shown(asked)}; a Flight Recorder "
+                f"'{_shown(name)}' is a pickle that asks to import {_shown(screened.asked)}; a Flight Recorder "
                 "dump holds plain data only, so the job is refused (nothing in it was run)."
             )
         kind, why = file_kind(name, data)
@@ -528,14 +533,14 @@ def _classified(raw: list[tuple[str, bytes]], notes: list[str]) -> list[JobFile]
         stray = stray_control_note(name, data) if kind == KIND_LOG else None
         if stray:
             notes.append(stray)
-        located.append((name, data, kind, *path_rank(name)))
+        located.append((name, data, kind, screened.loaded, *path_rank(name)))
     run_folders = {run for *_, run in located if run is not None}
     one_node = len(run_folders) <= 1
-    for name, data, kind, rank, local_rank, run in located:
+    for name, data, kind, unpickled, rank, local_rank, run in located:
         if run is not None and one_node:
             rank = local_rank  # one node: the local rank is the global rank
         node = run if run is not None and not one_node else None
-        files.append(JobFile(name=name, data=data, rank=rank, local_rank=local_rank, node=node, kind=kind))
+        files.append(JobFile(name, data, rank, local_rank, node, kind, unpickled))
     if len(run_folders) > 1:
         notes.append(
             f"torchrun logs from {len(run_folders)} nodes: their folders are local ranks, so no global "

@@ -14,8 +14,9 @@ import argparse
 import importlib
 import os
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from config.memory import memory_available_bytes
 from kb.content.revision import LOAD_HINT, content_revision, drift_text
@@ -49,12 +50,25 @@ def arguments_add(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def sources_read(paths: list[str], max_bytes: int | None) -> tuple[list[tuple[str, Source]], dict[str, int], list[str]]:
-    """The job's sources (logs stay files, read in windows, never whole), the ranks their paths name, and notes
-    on what was set aside."""
-    sources: list[tuple[str, Source]] = []
-    ranks: dict[str, int] = {}
-    notes: list[str] = []
+@dataclass
+class PathsJob:
+    """The job's sources (logs stay files, read in windows, never whole), and what reading directories and archives
+    said of them: the ranks their paths name, notes on what was set aside, the dumps already unpickled."""
+
+    sources: list[tuple[str, Source]] = field(default_factory=list)
+    ranks: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    unpickled: dict[str, Any] = field(default_factory=dict)
+
+    def read_facts(self) -> dict[str, Any]:
+        """diagnosis.diagnose's keyword arguments for what was read besides the sources."""
+        return {"ranks": self.ranks, "notes": self.notes, "unpickled": self.unpickled}
+
+
+def sources_read(paths: list[str], max_bytes: int | None) -> PathsJob:
+    """The job named by command-line paths: files, directories, archives and '-' for standard input."""
+    read = PathsJob()
+    sources, notes = read.sources, read.notes
     for path in paths:
         if path == "-":
             sources.append(("stdin", sys.stdin.buffer))
@@ -73,12 +87,13 @@ def sources_read(paths: list[str], max_bytes: int | None) -> tuple[list[tuple[st
                 raise CliError(f"{path}: {err}") from None
             notes += job.notes
             sources += job.sources()
-            ranks.update(job.ranks())
+            read.ranks.update(job.ranks())
+            read.unpickled.update(job.unpickled())
         else:
             sources.append((file.name, file))
     if not sources:
         raise CliError("nothing to diagnose: " + ("; ".join(notes) or "no log files found"))
-    return sources, ranks, notes
+    return read
 
 
 # The most a worker holds while it reads a run of a large log's windows: the bench's 600 MB logs peaked at 118-140 MB a
@@ -153,12 +168,12 @@ def fast_main(
         stderr.write(f"Warning: {drift} {LOAD_HINT}\n")
     try:
         top_check(args.top)
-        sources, ranks, notes = sources_read(args.paths, args.max_bytes)
+        job = sources_read(args.paths, args.max_bytes)
     except CliError as err:
         stderr.write(f"CommandError: {err}\n")
         return 1
     result = diagnosis.diagnose(
-        sources, snapshot.rules, snapshot.catalog, top=args.top, workers=workers_allowed(), ranks=ranks, notes=notes
+        job.sources, snapshot.rules, snapshot.catalog, top=args.top, workers=workers_allowed(), **job.read_facts()
     )
     stdout.write(answer_text(result, args.json) + "\n")
     return 0

@@ -92,6 +92,7 @@ def diagnosis_run(
     ranks: dict[str, int] | None = None,
     notes: list[str] | None = None,
     context: bool = False,
+    unpickled: dict[str, Any] | None = None,
 ) -> Result:
     """Diagnose sources with the served rules, and name the answer from the served catalog."""
     served = served_current()
@@ -105,10 +106,19 @@ def diagnosis_run(
         ranks=ranks,
         notes=notes,
         context=context,
+        unpickled=unpickled,
     )
 
 
 def job_diagnosis_run(job: JobInput, *, top: int = 5, budget_s: float | None = None, context: bool = False) -> Result:
     """A job read by diagnosis.job_files (an upload, an archive, a directory): its files with the ranks their paths
     name. The page, the API and the command line all diagnose a job through this one call."""
-    return diagnosis_run(job.sources(), top=top, budget_s=budget_s, ranks=job.ranks(), notes=job.notes, context=context)
+    return diagnosis_run(
+        job.sources(),
+        top=top,
+        budget_s=budget_s,
+        ranks=job.ranks(),
+        notes=job.notes,
+        context=context,
+        unpickled=job.unpickled(),
+    )

@@ -91,19 +91,31 @@ _UNREADABLE = (
 )
 
 
-def pickle_global_asked(data: bytes) -> str | None:
-    """What a pickle (protocol 2 or later, as dumps are written) asks to import, such as `os.system`, or None
-    for anything else. Loaded with the unpickler that refuses every global, so nothing is imported or run:
-    a job holding such a file is hostile, and is refused as a whole rather than read around."""
+NOT_LOADED = object()  # a file's pickle was not loaded (not a pickle, over the limit, unreadable, or hostile)
+
+
+@dataclass(frozen=True)
+class PickleScreen:
+    """A file's pickle loaded once, with the unpickler that refuses every global, so nothing is imported or run:
+    `asked` is what a hostile pickle asks to import (such as `os.system`), `loaded` what a plain one held
+    (NOT_LOADED for anything else). The job reader screens every file; the dump reader takes `loaded` from it
+    instead of unpickling up to MAX_PICKLE_BYTES a second time."""
+
+    asked: str | None = None
+    loaded: Any = NOT_LOADED
+
+
+def pickle_screen(data: bytes) -> PickleScreen:
+    """Screen a file that may be a pickle (protocol 2 or later, as dumps are written). A job holding a pickle that
+    asks for a global is hostile, and is refused as a whole rather than read around."""
     if len(data) < 2 or data[0] != 0x80 or not 2 <= data[1] <= 5 or len(data) > MAX_PICKLE_BYTES:
-        return None
+        return PickleScreen()
     try:
-        _NoGlobalsUnpickler(io.BytesIO(data)).load()
+        return PickleScreen(loaded=_NoGlobalsUnpickler(io.BytesIO(data)).load())
     except _GlobalAsked as asked:
-        return asked.what
+        return PickleScreen(asked=asked.what)
     except (pickle.UnpicklingError, *_UNREADABLE):
-        return None
-    return None
+        return PickleScreen()
 
 
 def flight_recorder_detect(name: str, data: bytes) -> bool:
@@ -120,12 +132,14 @@ def flight_recorder_detect(name: str, data: bytes) -> bool:
     return False
 
 
-def flight_recorder_load(data: bytes) -> dict[str, Any]:
+def flight_recorder_load(data: bytes, unpickled: Any = NOT_LOADED) -> dict[str, Any]:
     """The dump as plain data (pickle or JSON). Raises FlightRecorderError for anything else, for a dump
-    over the size limit, and for an unknown format version."""
+    over the size limit, and for an unknown format version. `unpickled`: the pickle as pickle_screen loaded it."""
     if len(data) > MAX_DUMP_BYTES:
         raise FlightRecorderError(f"the dump is {len(data)} bytes, over the limit of {MAX_DUMP_BYTES}")
-    if data[:1] == b"\x80":
+    if data[:1] == b"\x80" and unpickled is not NOT_LOADED:
+        loaded = unpickled
+    elif data[:1] == b"\x80":
         if len(data) > MAX_PICKLE_BYTES:
             raise FlightRecorderError(f"the pickled dump is {len(data)} bytes, over the limit of {MAX_PICKLE_BYTES}")
         try:
@@ -296,11 +310,12 @@ def dump_rank(name: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def flight_recorder_read(dumps: Iterable[Any]) -> FlightRecorderReading:
+def flight_recorder_read(dumps: Iterable[Any], unpickled: dict[str, Any] | None = None) -> FlightRecorderReading:
     """Read every rank's dump and find, per process group, the first collective where the ranks diverge.
 
     `dumps`: (name, data) or (name, data, rank) tuples, or objects with .name, .data and .rank (JobFile);
-    a missing rank is read from the end of the name. Dumps that cannot be read are left out with a note."""
+    a missing rank is read from the end of the name. Dumps that cannot be read are left out with a note.
+    `unpickled`: name -> the dump as the job reader's pickle_screen loaded it (JobInput.unpickled), not loaded again."""
     notes: list[str] = []
     read: dict[int, _Dump] = {}
     versions: Counter = Counter()
@@ -314,7 +329,7 @@ def flight_recorder_read(dumps: Iterable[Any]) -> FlightRecorderReading:
             notes.append(f"{name}: left out, no rank in the file name")
             continue
         try:
-            loaded = flight_recorder_load(data)
+            loaded = flight_recorder_load(data, (unpickled or {}).get(name, NOT_LOADED))
         except FlightRecorderError as error:
             notes.append(f"{name}: left out, {error}")
             continue

@@ -112,6 +112,21 @@ def test_flight_recorder_dumps_are_kept_as_dumps():
     assert sorted(f.rank for f in job.dumps()) == [0, 1, 2, 3]
 
 
+def test_a_pickled_dump_is_unpickled_once_from_upload_to_its_reading(monkeypatch):
+    from diagnosis import Catalog, diagnose
+    from diagnosis.readers import flight_recorder
+    from diagnosis.rules import Rules
+
+    loads = []
+    original = flight_recorder._NoGlobalsUnpickler.load
+    monkeypatch.setattr(flight_recorder._NoGlobalsUnpickler, "load", lambda self: loads.append(1) or original(self))
+    job = job_read(FR_DIR / "missing_rank")
+    catalog = Catalog(titles={}, case_urls={}, harmless_url="/kb/harmless/", sections={})
+    result = diagnose(job.sources(), Rules(signatures=[]), catalog, ranks=job.ranks(), unpickled=job.unpickled())
+    assert result.facts.get("fr_missing_ranks")
+    assert len(loads) == len(job.dumps()) == 4
+
+
 def test_binary_files_are_skipped_with_a_note():
     job = job_read([("rank0.log", b"ok\n"), ("core.1234", b"\x7fELF" + b"\x00" * 100), ("weights.bin", bytes(range(256)) * 4)])
     assert [f.name for f in job.files] == ["rank0.log"]

@@ -22,8 +22,8 @@ class Command(BaseCommand):
             top_check(top)
             for warning in content_drift_check(None):
                 self.stderr.write(f"Warning: {warning.msg} {warning.hint}")
-            sources, ranks, notes = sources_read(paths, max_bytes)
+            job = sources_read(paths, max_bytes)
         except CliError as err:
             raise CommandError(str(err)) from None
-        result = diagnosis_run(sources, top=top, workers=workers_allowed(), ranks=ranks, notes=notes)
+        result = diagnosis_run(job.sources, top=top, workers=workers_allowed(), **job.read_facts())
         self.stdout.write(answer_text(result, json))
