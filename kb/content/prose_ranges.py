@@ -31,7 +31,7 @@ from pathlib import Path
 
 from kb.content.errors import ContentError
 from kb.content.names_catalogue import Catalogue, CatalogueEntry, load, release_key
-from kb.content.prose import SOFTWARE, Statement, Unit, file_units, prose_files
+from kb.content.prose import SOFTWARE, Statement, Unit, file_units, prose_files, statements
 from kb.content.ranges import NameOwners, describe, few_releases
 from kb.content.yamllines import yaml_file_read
 
@@ -281,14 +281,30 @@ def _catalogues_read(directory: Path, stamp: tuple) -> dict[str, Catalogue]:
     return load(directory)
 
 
-def content_verdicts(content_dir: Path, problems: list[ContentError] | None = None) -> list[Verdict]:
-    """Every judged prose statement in content/, against content/catalogue/names and content/names.yaml."""
+def _content_units(content_dir: Path, problems: list[ContentError] | None) -> list[Unit]:
+    base = content_dir.parent
+    return [u for path in prose_files(content_dir) for u in file_units(path, str(path.relative_to(base)), problems)]
+
+
+def _content_judged(units: list[Unit], content_dir: Path) -> list[Verdict]:
     catalogues = _catalogues(content_dir / "catalogue" / "names")
+    if not catalogues:
+        return []
     names = content_dir / "names.yaml"
     owners = NameOwners.from_names_file(yaml_file_read(names, "names.yaml")) if names.is_file() else NameOwners({})
-    base = content_dir.parent
-    units = [u for path in prose_files(content_dir) for u in file_units(path, str(path.relative_to(base)), problems)]
-    return verdicts(units, catalogues, owners) if catalogues else []
+    return verdicts(units, catalogues, owners)
+
+
+def content_verdicts(content_dir: Path, problems: list[ContentError] | None = None) -> list[Verdict]:
+    """Every judged prose statement in content/, against content/catalogue/names and content/names.yaml."""
+    return _content_judged(_content_units(content_dir, problems), content_dir)
+
+
+def unjudged_statements(content_dir: Path) -> list[Statement]:
+    """The prose statements of content/ that no catalogue judges: they rest on reading alone."""
+    units = _content_units(content_dir, None)
+    judged = _content_judged(units, content_dir)
+    return [s for s in statements(units) if not any(v.covers(s) for v in judged)]
 
 
 def prose_range_problems(content_dir: Path) -> list[ContentError]:
