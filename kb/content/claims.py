@@ -19,7 +19,7 @@ from typing import Any, Iterator
 
 from kb.content.errors import display_path
 from kb.content.frontmatter import front_matter_split
-from kb.content.prose_ranges import unjudged_statements
+from kb.content.prose_ranges import Wordings, unjudged_statements
 from kb.content.yamllines import line_of, yaml_parse_with_lines
 
 # Where in a case's front matter a claim may carry a source, and how a listing names it.
@@ -47,14 +47,15 @@ def claims_oldest_first(claims: list[Claim]) -> list[Claim]:
     return sorted(claims, key=lambda c: (c.checked is not None, c.checked or datetime.date.min, c.file, c.line))
 
 
-def content_claims(content_dir: Path) -> list[Claim]:
+def content_claims(content_dir: Path, wordings: Wordings | None = None) -> list[Claim]:
     """Every claim in content/ that rests on reading: case front matter, harmless entries, names.yaml and the prose
-    version statements no catalogue judges, oldest first."""
+    version statements no catalogue judges (the names catalogue; the message catalogue too when `wordings` is
+    given), oldest first."""
     claims = [
         *_case_claims(content_dir),
         *_harmless_claims(content_dir),
         *_names_claims(content_dir),
-        *_prose_claims(content_dir),
+        *_prose_claims(content_dir, wordings),
     ]
     return claims_oldest_first(claims)
 
@@ -108,8 +109,8 @@ def _names_claims(content_dir: Path) -> Iterator[Claim]:
                 yield claim
 
 
-def _prose_claims(content_dir: Path) -> Iterator[Claim]:
-    for statement in unjudged_statements(content_dir):
+def _prose_claims(content_dir: Path, wordings: Wordings | None) -> Iterator[Claim]:
+    for statement in unjudged_statements(content_dir, wordings):
         source = statement.unit.source
         subject = f"prose '{statement.phrase}': {statement.context()}"
         yield Claim(

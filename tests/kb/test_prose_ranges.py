@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kb.content.load import content_check
 from kb.content.names_catalogue import Catalogue, CatalogueEntry
 from kb.content.prose import body_units
-from kb.content.prose_ranges import prose_range_problems, verdicts
+from kb.content.prose_ranges import Wordings, prose_range_problems, verdicts
 from kb.content.ranges import NameOwners
 from tests.kb.case_files import case_text, line_of, write_case
 
@@ -41,12 +43,23 @@ def _catalogues() -> dict[str, Catalogue]:
     return {"pytorch": torch, "nccl": nccl}
 
 
+# A made-up wording: the check reads the message catalogue's templates and the releases that print each.
+WORDINGS = Wordings(
+    releases={"nccl": ("2.18.6", "2.23.4", "2.24.3", "2.30.7")},
+    templates={"nccl": [("Rendezvous: Using %s:%d", frozenset({"2.24.3", "2.30.7"}))]},
+)
+
+
+def _verdicts(lines: tuple[str, ...]):
+    return verdicts(body_units(list(lines), 1, "case.md"), _catalogues(), NameOwners({}), WORDINGS)
+
+
 def _problems(*lines: str) -> list[str]:
-    return [p for v in verdicts(body_units(list(lines), 1, "case.md"), _catalogues(), NameOwners({})) for p in v.problems]
+    return [p for v in _verdicts(lines) for p in v.problems]
 
 
 def _judged(*lines: str) -> list[str]:
-    return [v.unit.text[v.start : v.end] for v in verdicts(body_units(list(lines), 1, "case.md"), _catalogues(), NameOwners({}))]
+    return [v.unit.text[v.start : v.end] for v in _verdicts(lines)]
 
 
 # The original wording of audit finding #23 (git show 95c5089:content/cases/nccl-watchdog-timeout-triage.md:568).
@@ -80,6 +93,12 @@ def test_an_upper_bound_may_end_where_the_catalogue_makes_the_name_a_deprecated_
     assert problem.startswith("TORCH_NCCL_TRACE_BUFFER_SIZE '2.2-2.5': 2.7.1, 2.8.0 … 2.15.0 (5 releases) still read it")
 
 
+def test_a_bound_below_a_release_ends_at_the_harvested_release_before_it():
+    assert _problems("The old `TORCH_NCCL_TRACE_BUFFER_SIZE` (< 2.8) is still accepted.") == []
+    [problem] = _problems("The old `TORCH_NCCL_TRACE_BUFFER_SIZE` (< 2.5) is still accepted.")
+    assert problem.startswith("TORCH_NCCL_TRACE_BUFFER_SIZE '< 2.5': 2.5.1, 2.7.1 … 2.15.0 (6 releases) still read it")
+
+
 def test_a_release_that_reads_names_must_read_each_of_them():
     assert _problems("PyTorch 2.8+ reads `TORCH_FR_BUFFER_SIZE` and `TORCH_FR_DUMP_TEMP_FILE`.") == []
     [problem] = _problems("PyTorch 2.8+ reads `TORCH_FR_BUFFER_SIZE` and `TORCH_FR_DUMP_ON_TIMEOUT`.")
@@ -106,8 +125,33 @@ def test_what_is_not_plain_is_not_judged():
     assert _judged("`TORCH_FR_BUFFER_SIZE` 2.2-2.7 in a list.") == []  # a bare range with no parenthesis
 
 
+def test_a_catalogued_wording_next_to_a_release_is_checked_against_the_message_catalogue():
+    assert _problems("NCCL prints `Rendezvous: Using` (2.24+) at init.") == []
+    assert _problems("NCCL prints `Rendezvous: Using` (2.23+) at init.") == [
+        "`Rendezvous: Using` '2.23+': 2.23.4 does not print it; the nccl message catalogue says printed by 2.24.3–2.30.7"
+    ]
+
+
+def test_a_patch_release_other_than_the_harvested_one_is_not_judged():
+    assert _judged("`TORCH_FR_BUFFER_SIZE` from 2.8.1 on.", "NCCL prints `Rendezvous: Using` from 2.24.1.") == []
+    assert _judged("`TORCH_FR_BUFFER_SIZE` from 2.8.0 on.") == ["from 2.8.0"]
+
+
+def test_a_wording_of_another_program_than_the_sentence_names_is_not_judged():
+    assert _judged("PyTorch prints `Rendezvous: Using` (2.24+) too.") == []
+
+
 def test_content_prose_agrees_with_the_names_catalogue():
     problems = prose_range_problems(ROOT / "content")
+    assert not problems, "\n".join(map(str, problems))
+
+
+@pytest.mark.slow  # reads the whole message catalogue, as tests/kb/test_message_ranges.py does
+def test_content_prose_agrees_with_the_message_catalogue():
+    from diagnosis.catalogue import Catalogue
+
+    messages = Catalogue.load(ROOT / "content" / "catalogue" / "messages", cache_dir=ROOT / "var" / "cache")
+    problems = prose_range_problems(ROOT / "content", Wordings.from_messages(messages))
     assert not problems, "\n".join(map(str, problems))
 
 

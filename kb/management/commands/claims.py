@@ -1,11 +1,13 @@
 """`python manage.py claims` (`make claims`): every claim in content/ that rests on reading alone, oldest first."""
 
 import datetime
+from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from kb.content.claims import content_claims
+from kb.content.prose_ranges import Wordings
 
 
 class Command(BaseCommand):
@@ -26,7 +28,7 @@ class Command(BaseCommand):
         today = datetime.date.today()
         shown = 0
         kinds: dict[str, int] = {}
-        for claim in content_claims(settings.CONTENT_DIR):
+        for claim in content_claims(settings.CONTENT_DIR, _wordings(Path(settings.CONTENT_DIR))):
             age = claim.age(today)
             if (age is None and options["dated"]) or (age is not None and age < options["older_than"]):
                 continue
@@ -37,3 +39,14 @@ class Command(BaseCommand):
             self.stdout.write(f"{when:<20} {claim.file}:{claim.line}  {claim.subject}\n{'':<20} read: {read}")
         self.stdout.write("by kind: " + ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items())))
         self.stdout.write(f"{shown} claim(s).")
+
+
+def _wordings(content_dir: Path) -> Wordings | None:
+    """The message catalogue, so that prose statements it judges are not listed (parsed YAML kept in var/cache)."""
+    from diagnosis.catalogue import Catalogue
+
+    folder = content_dir / "catalogue" / "messages"
+    if not any(folder.glob("*.yaml")):
+        return None
+    cache = Path(settings.BASE_DIR) / "var" / "cache"
+    return Wordings.from_messages(Catalogue.load(folder, use_hyperscan=False, cache_dir=cache))
