@@ -7,7 +7,8 @@ Every claim a reviewer can check against a release is extracted with its file:li
 - name-range: a `versions:` line of content/names.yaml (the name and the releases that read it);
 - name:   an environment variable, flag, MCA parameter or command named in cases, harmless, scripts and trees
           (kb/content/names.py, the extractor the allow-list test uses; one per name and file);
-- prose:  a version statement in a case body or a script part ("from 2.3", "NCCL 2.18+", "PyTorch 2.4.1").
+- prose:  a version statement in a case body or a script part ("from 2.3", "NCCL 2.18+", "PyTorch 2.4.1"; the
+          extractor is kb/content/prose.py, which the prose range check and `make claims` use too).
 
 Usage: python tools/audit_sample.py [--seed N] [--n 100] [--all]. The seed is printed with the population size
 so that the sample can be drawn again; --all prints the whole population.
@@ -26,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kb.content.names import content_names  # noqa: E402
+from kb.content.prose import file_units, statements  # noqa: E402
 
 CONTENT = ROOT / "content"
 DEFAULT_SEED = 20261128
@@ -33,17 +35,6 @@ DEFAULT_SEED = 20261128
 _VERSIONS = re.compile(r"^\s*(?:-\s+)?versions:\s*(.*)$")
 _VERSIONS_INLINE = re.compile(r"\bversions:\s*(\{[^}]*\}|\"[^\"]*\"|'[^']*')")
 _RELEASE = re.compile(r"\brelease:\s*(\"[^\"]*\"|'[^']*'|[^,}\n]+)")
-_SOFTWARE = (
-    r"(?:PyTorch|torch|NCCL|DeepSpeed|TransformerEngine|Transformer Engine|TE|accelerate|Accelerate|transformers|"
-    r"Open MPI|OpenMPI|driver|CUDA|Megatron(?:-LM)?|TRL|trl|vLLM|kernel|Linux|Slurm|huggingface_hub)"
-)
-_VER = r"v?\d+\.\d+(?:\.\d+)?"
-_PROSE = re.compile(
-    rf"\b{_SOFTWARE}\s+(?:v|version\s+)?\d+\.\d+(?:\.\d+)?\+?"  # "NCCL 2.18+", "PyTorch 2.4.1"
-    rf"|\b(?:from|since|until|before|after|up to|through|in|by)\s+{_VER}\b\+?"  # "from 2.3"
-    rf"|\b{_VER}\s*(?:–|-|to)\s*{_VER}\b"  # "2.3–2.4"
-    rf"|(?:>=|<=|<|>|≥|≤)\s*{_VER}\b"  # "≥ 2.8"
-)
 
 
 @dataclass(frozen=True)
@@ -87,19 +78,11 @@ def _yaml_claims(path: Path, lines: list[str], stop: int | None = None) -> list[
     return out
 
 
-def _prose_claims(path: Path, lines: list[str], start: int) -> list[Claim]:
-    out: list[Claim] = []
-    fenced = False
-    for number, line in enumerate(lines[start:], start=start + 1):
-        if line.lstrip().startswith("```"):
-            fenced = not fenced
-            continue
-        if fenced:  # log excerpts and commands: their versions are checked as examples and names
-            continue
-        for m in _PROSE.finditer(line):
-            lo, hi = max(0, m.start() - 60), min(len(line), m.end() + 60)
-            out.append(Claim("prose", _rel(path), number, f"…{line[lo:hi].strip()}… [{m.group(0)}]"))
-    return out
+def _prose_claims(path: Path) -> list[Claim]:
+    """Version statements in a case body or a script file (kb/content/prose.py, the extractor the checks share)."""
+    return [
+        Claim("prose", st.file, st.line, f"…{st.context(60)}… [{st.phrase}]") for st in statements(file_units(path, _rel(path)))
+    ]
 
 
 def population() -> list[Claim]:
@@ -108,14 +91,14 @@ def population() -> list[Claim]:
         lines = path.read_text(encoding="utf-8").splitlines()
         end = _front_matter_end(lines)
         claims += _yaml_claims(path, lines, end)
-        claims += _prose_claims(path, lines, end + 1)
+        claims += _prose_claims(path)
     for folder in ("harmless", "trees"):
         for path in sorted((CONTENT / folder).glob("*.yaml")):
             claims += _yaml_claims(path, path.read_text(encoding="utf-8").splitlines())
     for path in sorted((CONTENT / "scripts").glob("*.yaml")):
         lines = path.read_text(encoding="utf-8").splitlines()
         claims += [c for c in _yaml_claims(path, lines) if c.kind == "range"]
-        claims += [c for c in _prose_claims(path, lines, 0)]
+        claims += _prose_claims(path)
     names = CONTENT / "names.yaml"
     current = ""
     for number, line in enumerate(names.read_text(encoding="utf-8").splitlines(), start=1):

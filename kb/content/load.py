@@ -15,6 +15,7 @@ from kb.content.revision import content_revision
 from kb.content.errors import ContentError, ContentInvalid
 from kb.content.harmless import HarmlessDoc, harmless_files_read
 from kb.content.links import case_links_check
+from kb.content.prose_ranges import prose_range_problems
 from kb.extensions import content_checks_run
 from kb.models import Alias, Case, ContentState, HarmlessLine, Tag
 from kb.content.publish import (
@@ -101,12 +102,14 @@ def _loads_serialise() -> None:
 
 
 def content_check(content_dir: Path) -> tuple[list[CaseDoc], list[HarmlessDoc], list[ContentError]]:
-    """Read and validate every content file (cases, the harmless list, and the checks other apps
-    registered in kb.extensions); the one sequence both `validate_content` and `load_content` run."""
+    """Read and validate every content file (cases, the harmless list, the version statements of case prose that
+    the names catalogue decides, and the checks other apps registered in kb.extensions); the one sequence both
+    `validate_content` and `load_content` run."""
     docs, errors = case_files_read(content_dir)
     errors += case_links_check(docs, {path.stem for path in case_paths(content_dir)})
     harmless, harmless_errors = harmless_files_read(content_dir)
     errors += harmless_errors
+    errors += prose_range_problems(content_dir)
     if not errors:
         errors += content_checks_run(content_dir, docs)
     return docs, harmless, errors

@@ -14,6 +14,7 @@ from django.core.management import call_command
 from kb.content.claims import Claim, claims_oldest_first, content_claims
 from kb.content.fields import fields_check
 from kb.content.schema import FRAME_FIELDS, SIGNATURE_FIELDS, STEP_FIELDS, harmless_check
+from tests.kb.case_files import line_of
 
 CONTENT = Path(__file__).resolve().parents[2] / "content"
 SIGNATURE = {
@@ -205,3 +206,76 @@ def test_the_project_s_content_lists_the_claims_this_audit_dated():
     """The claims fixed after audit turn 3 carry their source, so `make claims` lists them."""
     subjects = {c.subject for c in content_claims(CONTENT) if c.checked}
     assert {"signature nccl-multi-rank-gpu-refused", "harmless line torch-nccl-avoid-record-streams"} <= subjects
+
+
+# --- version statements in case prose ----------------------------------------------------------------------
+
+PROSE_BODY = """
+## Background {#background}
+
+The bootstrap line moved in NCCL 2.23, so older logs show it elsewhere.
+
+- `TORCH_FR_BUFFER_SIZE` from 2.8 sizes the Flight Recorder buffer.
+- The heartbeat monitor exists since PyTorch 2.2. <!-- source: {read: "torch 2.2.2 ProcessGroupNCCL.hpp", checked: 2026-10-01} -->
+"""
+TORCH_NAMES = """program: torch
+releases: [2.2.2, 2.7.1, 2.8.0, 2.15.0]
+names:
+- {name: TORCH_FR_BUFFER_SIZE, kind: env, first: 2.8.0, last: 2.15.0, file: FlightRecorder.hpp}
+"""
+
+
+@pytest.fixture
+def prose_content(content: Path) -> Path:
+    (content / "cases" / "two-ranks.md").write_text(CASE.replace("\nbody\n", PROSE_BODY))
+    (content / "catalogue" / "names").mkdir(parents=True)
+    (content / "catalogue" / "names" / "torch.yaml").write_text(TORCH_NAMES)
+    return content
+
+
+def _prose(content: Path) -> list[Claim]:
+    return [c for c in content_claims(content) if c.kind == "prose"]
+
+
+def test_a_prose_version_statement_is_listed_with_its_file_and_line(prose_content):
+    first = _prose(prose_content)[0]
+    text = (prose_content / "cases" / "two-ranks.md").read_text()
+    assert (first.file.endswith("content/cases/two-ranks.md"), first.line) == (True, line_of(text, "NCCL 2.23"))
+    assert first.subject == "prose 'NCCL 2.23': The bootstrap line moved in NCCL 2.23, so older logs show it elsewhere."
+    assert (first.read, first.checked) == ("", None)
+
+
+def test_a_source_comment_gives_a_prose_claim_what_was_read_and_when(prose_content):
+    claim = next(c for c in _prose(prose_content) if "since PyTorch 2.2" in c.subject)
+    assert (claim.read, claim.checked) == ("torch 2.2.2 ProcessGroupNCCL.hpp", datetime.date(2026, 10, 1))
+
+
+def test_a_prose_statement_the_names_catalogue_judges_is_not_listed(prose_content):
+    subjects = [c.subject for c in _prose(prose_content)]
+    assert not any("from 2.8" in s for s in subjects)
+    assert len(subjects) == 2
+
+
+def test_undated_prose_claims_come_first(prose_content):
+    claims = content_claims(prose_content)
+    assert claims.index(_prose(prose_content)[0]) < claims.index(next(c for c in claims if c.checked))
+
+
+def test_the_command_counts_the_claims_it_lists_by_kind(prose_content, settings):
+    settings.CONTENT_DIR = prose_content
+    out = io.StringIO()
+    call_command("claims", stdout=out)
+    *_, by_kind, total = out.getvalue().rstrip().splitlines()
+    assert by_kind == "by kind: fix step 1, harmless line 1, names.yaml 2, prose 2, signature 2"
+    assert total == "8 claim(s)."
+    assert "read: nothing cited" in out.getvalue()
+
+
+def test_the_renderer_drops_a_source_comment_from_a_list_item_and_a_table_row():
+    from kb.content.rendering import body_render
+
+    comment = '<!-- source: {read: "NVIDIA/nccl v2.23.4-1 src/misc/param.cc:53", checked: 2026-11-28} -->'
+    html = body_render(
+        f"- From NCCL 2.23 it reads the file.\n  {comment}\n\n| a | b |\n|---|---|\n| 2.23+ {comment} | x |\n"
+    ).html
+    assert "source" not in html and "param.cc" not in html and "2.23+" in html
