@@ -114,7 +114,18 @@ def log_diagnose(
     if workers > 1 and all(isinstance(data, Path) for _, data in sources):
         readings = paths_read(rules, [data for _, data in sources], labels, deadline, workers)
     else:
-        readings = [source_read(data, rules, label=label, deadline=deadline) for (_, data), label in zip(sources, labels)]
+        readings, unread = [], []
+        for (_, data), label in zip(sources, labels):
+            if deadline is not None and time.perf_counter() > deadline:
+                unread.append(FileReading(partial=True, label=label))  # the budget went on the files before it
+                readings.append(unread[-1])
+            else:
+                readings.append(source_read(data, rules, label=label, deadline=deadline))
+        if unread:
+            unread[0].repairs.append(
+                f"{len(unread)} of {len(sources)} files were not read: the time one diagnosis may take was spent on "
+                "the files before them"
+            )
     file_ranks: dict[int, int] = {}
     source_ranks: dict[str, int] = {}
     for (name, _), reading in zip(sources, readings):

@@ -11,7 +11,7 @@ from typing import Iterable
 from diagnosis.catalogue import Catalogue
 from diagnosis.readers import reader_literals
 from diagnosis.conditions import Condition, conditions_compile
-from diagnosis.readers.signatures import Signature, signatures_compile
+from diagnosis.readers.signatures import Signature, SignatureIndex, signatures_compile
 
 DEFAULT_FRAME_DEPTH = 4
 
@@ -58,6 +58,11 @@ class Rules:
         signatures = self.signatures + [h.signature for h in self.harmless]
         found = {(lit, s.ignorecase) for s in signatures for group in s.prefilter for lit in group}
         return frozenset(found | reader_literals())
+
+    @functools.cached_property
+    def signature_index(self) -> SignatureIndex:
+        """The case signatures indexed by a required literal, built once per revision's rules."""
+        return SignatureIndex.build(self.signatures)
 
 
 def rules_compile(cases: Iterable[dict], harmless: Iterable[dict] = (), messages: Catalogue | None = None) -> Rules:

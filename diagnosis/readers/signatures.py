@@ -101,12 +101,51 @@ PREFILTER_MIN = 6
 MAX_COUNTED_LINES = 100  # a signal that matched this many lines is reported as "100 or more"; counting on costs time
 
 
+@dataclass(frozen=True)
+class SignatureIndex:
+    """Which signatures a text can match, found from the literals it holds instead of by asking about every signature:
+    a text holds few of the literals, and a job of thousands of small files asked about 250 signatures a file.
+    A signature is keyed by its smallest required literal group (one of them must occur for it to match); one
+    with no prefilter, or matched ignoring case, is asked about as before."""
+
+    unkeyed: tuple[int, ...]
+    keyed: dict[str, tuple[int, ...]]
+
+    @classmethod
+    def build(cls, signatures: list[Signature]) -> SignatureIndex:
+        unkeyed: list[int] = []
+        keyed: dict[str, list[int]] = {}
+        for position, sig in enumerate(signatures):
+            if not sig.prefilter or sig.ignorecase:
+                unkeyed.append(position)
+                continue
+            for literal in min(sig.prefilter, key=len):
+                keyed.setdefault(literal, []).append(position)
+        return cls(tuple(unkeyed), {literal: tuple(positions) for literal, positions in keyed.items()})
+
+    def candidates(self, scanner: TextScanner, signatures: list[Signature]) -> list[Signature]:
+        """The signatures, in their order, that the literals present leave possible (all when the literal pass did
+        not run)."""
+        present = scanner.present_among(self.keyed)
+        if present is None:
+            return signatures
+        positions = set(self.unkeyed).union(*(self.keyed[literal] for literal in present))
+        return [signatures[position] for position in sorted(positions)]
+
+
 def signature_hits(
-    scanner: TextScanner, signatures: list[Signature], *, per_signature: int = 3, start: int = 0, end: int | None = None
+    scanner: TextScanner,
+    signatures: list[Signature],
+    *,
+    per_signature: int = 3,
+    start: int = 0,
+    end: int | None = None,
+    index: SignatureIndex | None = None,
 ) -> Iterator[tuple[Signature, list[Hit], int]]:
     """For each signature present: its first few hits and the number of lines it matched (capped), counting
-    only matches from `start` to `end` (a window's own part, when the text carries context around it)."""
-    for sig in signatures:
+    only matches from `start` to `end` (a window's own part, when the text carries context around it). `index`:
+    the signatures' SignatureIndex, to skip those whose literals are absent without asking about each."""
+    for sig in index.candidates(scanner, signatures) if index is not None else signatures:
         if not scanner.can_match(sig.prefilter, sig.ignorecase):
             continue
         hits: list[Hit] = []
@@ -170,6 +209,7 @@ class SignaturesReader:
             per_signature=EVIDENCE_PER_SIGNAL + len(skip),
             start=window.start,
             end=window.limit,
+            index=window.rules.signature_index,
         ):
             if window.deadline is not None and time.perf_counter() > window.deadline:
                 part.partial = True
