@@ -63,6 +63,17 @@ def _item_problems(shown: str, doc: YamlDocument, where: tuple, item: dict, mess
         # SYSCHECK prints "Call to %s failed": the call's name is a value): then "includes" cannot be told.
         every_alternative = _alternatives_catalogued(pattern.pattern, flags, [messages.entries[i] for i in entries])
         included = [r for r in releases if r not in printing and contains(spec, r)] if every_alternative else []
+        if not excluded and not included and _lower_bound_unseen(spec, printing, releases) and not item.get("source"):
+            problems.append(
+                Problem(
+                    shown,
+                    doc.line_of(where + ("versions", software)),
+                    f"{item.get('id', 'entry')} versions {{{software}: '{text}'}} has a lower bound, but the first "
+                    f"release the catalogue harvested ({releases[0]}) already prints the wording its pattern finds "
+                    f"({', '.join(sorted(entries)[:3])}): the catalogue cannot tell where it starts. Read an older "
+                    "release and cite it (`source:`), or drop the lower bound",
+                )
+            )
         if excluded or included:
             why = []
             if excluded:
@@ -79,6 +90,13 @@ def _item_problems(shown: str, doc: YamlDocument, where: tuple, item: dict, mess
                 )
             )
     return problems
+
+
+def _lower_bound_unseen(spec, printing: list[str], releases: list[str]) -> bool:
+    """A `>=`/`>` bound on a wording the catalogue's first harvested release already prints: where it really starts
+    lies before what the catalogue read, so agreeing with the catalogue proves nothing about it (two of the third
+    audit's wrong ranges were a harvest's first release taken for the message's)."""
+    return bool(printing) and printing[0] == releases[0] and any(s.operator in (">=", ">") for s in spec)
 
 
 def _alternatives_catalogued(pattern: str, flags: int, entries: list) -> bool:

@@ -62,3 +62,40 @@ def test_a_range_that_leaves_out_a_release_printing_the_wording_fails_at_its_lin
 def test_a_range_that_takes_in_a_release_not_printing_the_wording_fails(tmp_path):
     [problem] = message_range_problems(_case(tmp_path, ">=2.4"), _catalogue())
     assert "includes 2.10.3, which does not print it" in problem.message
+
+
+def _printed_from_the_first_harvest() -> Catalogue:
+    entry = Entry(
+        id="made_up.connect_failed_early.v1",
+        program="nccl",
+        template="Connect to %s failed : %s",
+        style="printf",
+        severity="WARN",
+        meaning="socket.connect_failed",
+        first="2.3.7",
+        last="2.9.9",
+        file="src/include/socket.h",
+        fields=(("address", "address"), ("error", "str")),
+    )
+    return Catalogue([entry], {"nccl": ["2.3.7", "2.4.8", "2.9.9", "2.10.3"]}, use_hyperscan=False)
+
+
+def test_a_lower_bound_at_the_first_harvested_release_cannot_be_confirmed_and_fails(tmp_path):
+    [problem] = message_range_problems(_case(tmp_path, ">=2.3,<2.10"), _printed_from_the_first_harvest())
+    assert "the first release the catalogue harvested (2.3.7) already prints" in problem.message
+    assert problem.line == 5
+
+
+def test_the_same_lower_bound_with_its_source_cited_passes(tmp_path):
+    content = _case(tmp_path, ">=2.3,<2.10")
+    case = content / "cases" / "c.md"
+    case.write_text(
+        case.read_text().replace(
+            "    versions:", '    source: {read: "NVIDIA/nccl v2.3.5-5 socket.h", checked: 2026-11-28}\n    versions:'
+        )
+    )
+    assert message_range_problems(content, _printed_from_the_first_harvest()) == []
+
+
+def test_a_range_without_a_lower_bound_is_not_asked_for_one(tmp_path):
+    assert message_range_problems(_case(tmp_path, "<2.10"), _printed_from_the_first_harvest()) == []
