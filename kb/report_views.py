@@ -23,6 +23,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST, require_safe, require_http_methods
 
 from diagnosis.result import Result, snapshot_markdown
+from kb.diagnose import served_current
 from kb.htmx import error_page, page_or_fragment, wants_fragment
 from kb.models import Case, LineTemplate, Report, Vote
 from kb.result_view import snapshot_view
@@ -64,14 +65,23 @@ def _ballot(kind: str, case_slug: str = "", templates: list[str] | None = None, 
 
 
 def _cases_for_select() -> list[dict[str, str]]:
+    """The vote form's cases on pages that have no served catalog in hand (a paste's form takes
+    `Served.cases_to_name`, the same cases from the served revision's catalog)."""
     return list(Case.objects.filter(guide=False).order_by("title").values("slug", "title"))
 
 
 def result_context(
-    request: HttpRequest, snapshot: dict[str, Any], result: Result, logs: list[tuple[str, bytes]], *, pasted: bool
+    request: HttpRequest,
+    snapshot: dict[str, Any],
+    result: Result,
+    logs: list[tuple[str, bytes]],
+    *,
+    pasted: bool,
+    revision: str,
 ) -> dict[str, Any]:
     """What a live result adds: the signed snapshot for Share, the vote ballot, and the bookkeeping of a paste
-    (a count for the case that answered it, or masked templates when nothing did)."""
+    (a count for the case that answered it, or masked templates when nothing did). `revision`: the served revision
+    the result was diagnosed with, whose cases the vote form offers."""
     best = snapshot.get("best_slug", "")
     counted = _paste_counted(snapshot, result) if pasted else True
     evidence_templates = [line_template(row["text"]) for m in snapshot.get("matches", [])[:3] for row in m["evidence"][:4]]
@@ -94,7 +104,7 @@ def result_context(
             "ballot": _ballot("result", best, evidence_templates),
             "next": request.get_full_path(),
             "steps": best_match["steps"] if best_match else [],
-            "cases": _cases_for_select(),
+            "cases": served_current(revision).cases_to_name,
         }
         if snapshot.get("matches")
         else None,
@@ -111,13 +121,16 @@ def _paste_counted(snapshot: dict[str, Any], result: Result) -> bool:
     templates = [] if best else unexplained_templates(result, scan_chars=UNMATCHED_SCAN_CHARS)
     gaps = [line_template(text) for _, _, text in result.diagnosis.unrecognised]
     try:
-        with transaction.atomic():  # a savepoint when a transaction is open already: its failure stays here
-            if best:
-                store.match_count(best)
-            elif templates:
-                store.templates_record("unmatched", templates)
-            if gaps:
-                store.templates_record("unrecognised", gaps)
+        if best and not gaps:
+            store.match_count(best)  # one statement: the site runs in autocommit, so it is its own transaction
+        elif best or templates or gaps:
+            with transaction.atomic():  # several writes, all or none (a savepoint when a transaction is open)
+                if best:
+                    store.match_count(best)
+                elif templates:
+                    store.templates_record("unmatched", templates)
+                if gaps:
+                    store.templates_record("unrecognised", gaps)
     except (OperationalError, InterfaceError) as error:
         logger.warning("paste not counted, the database refused the write: %s", type(error).__name__)
         return False

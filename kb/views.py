@@ -178,21 +178,25 @@ def _diagnose_refused(request: HttpRequest, status: int, title: str, message: st
 def _results(request: HttpRequest, search_text: str | None, job: JobInput, *, pasted: bool) -> dict:
     """Diagnose, search, and shape the answer-first result; a paste (not a search link) also counts
     towards the case's numbers, or, when nothing explained it, towards the curators' templates. `search_text`: what
-    the text search looks for; None for the head of the first log, as the diagnosis decoded it."""
-    result = job_diagnosis_run(job, budget_s=settings.KB_DIAGNOSIS_BUDGET_S, context=True)
+    the text search looks for; None for the head of the first log, as the diagnosis decoded it.
+
+    The served revision is read once, here, and everything the answer draws on (rules, index, troubleshooter
+    links, the vote form's cases) is of that revision: with the paste's counter, the request's only statements."""
+    revision = ContentState.loaded_revision()
+    result = job_diagnosis_run(job, budget_s=settings.KB_DIAGNOSIS_BUDGET_S, context=True, revision=revision)
     if search_text is None:
         first = next(iter(result.texts.lines), None) if result.texts else None
         search_text = result.texts.text(first)[:2000] if result.texts else ""
     try:
-        hits = text_search(search_text, index_dir=settings.SEARCH_INDEX_DIR, limit=5)
+        hits = text_search(search_text, index_dir=settings.SEARCH_INDEX_DIR, limit=5, revision=revision)
     except IndexMissing:
         hits = []
-    wizard_url = facts_link(result.handoff_facts) if result.handoff_facts else None
+    wizard_url = facts_link(result.handoff_facts, revision=revision) if result.handoff_facts else None
     # Evidence that does not explain the hang: offer the script that records what the next run needs.
-    capture_url = None if result.best_slug else facts_link(result.facts, "capture")
+    capture_url = None if result.best_slug else facts_link(result.facts, "capture", revision=revision)
     snapshot = result.to_snapshot(hits=hits, wizard_url=wizard_url or "", capture_url=capture_url or "")
     context = {"result": snapshot_view(snapshot), "hits": snapshot["hits"], "wizard_url": wizard_url}
-    context.update(result_context(request, snapshot, result, job.logs(), pasted=pasted))
+    context.update(result_context(request, snapshot, result, job.logs(), pasted=pasted, revision=revision))
     return context
 
 
