@@ -65,8 +65,8 @@ def _ballot(kind: str, case_slug: str = "", templates: list[str] | None = None, 
 
 
 def _cases_for_select() -> list[dict[str, str]]:
-    """The vote form's cases on pages that have no served catalog in hand (a paste's form takes
-    `Served.cases_to_name`, the same cases from the served revision's catalog)."""
+    """The vote form's cases on the report, troubleshooter and curators' pages. A paste's form takes the same cases
+    from the served catalog (`Served.cases_to_name`), a case page's from the read its links make (`cases_brief`)."""
     return list(Case.objects.filter(guide=False).order_by("title").values("slug", "title"))
 
 
@@ -142,8 +142,11 @@ def case_ballot(slug: str) -> str:
     return _ballot("case", slug)
 
 
-def case_feedback_context(case: Case, feedback: dict[str, Any], *, ballot: str, next_url: str) -> dict[str, Any]:
-    """ "What readers reported" (`feedback`, as store.case_feedback counted it) and "Did this fix it?". The ballot
+def case_feedback_context(
+    case: Case, feedback: dict[str, Any], *, others: list[Case], ballot: str, next_url: str
+) -> dict[str, Any]:
+    """ "What readers reported" (`feedback`, as store.case_feedback counted it) and "Did this fix it?", whose list of
+    cases is `others` (kb.selectors.cases_brief, read for the page's links already) less the triage guides. The ballot
     and the form's return address are each request's own: holes, in a page kept by kb/page_cache.py."""
     titles = {step["id"]: step["title"] for step in case.fix_steps()}
     return {
@@ -155,7 +158,7 @@ def case_feedback_context(case: Case, feedback: dict[str, Any], *, ballot: str, 
             "ballot": ballot,
             "next": next_url,
             "steps": case.fix_steps(),
-            "cases": _cases_for_select(),
+            "cases": [{"slug": other.slug, "title": other.title} for other in others if not other.guide],
         },
     }
 

@@ -33,7 +33,7 @@ from kb.search.index import IndexMissing, search as text_search, search_results
 from kb.result_view import body_with_step_versions, snapshot_view
 from kb.report_views import case_ballot, case_feedback_context, result_context
 from kb.reports.store import case_page_state
-from kb.selectors import case_tags, cases_listed, linked_from, related_cases, tags_by_facet
+from kb.selectors import case_tags, cases_brief, cases_listed, linked_from, related_cases, tags_by_facet
 
 SEARCH_PAGE_HITS = 20
 _HEADERLINK_RE = re.compile(r'<a class="headerlink" href="#([^"]+)" title="Link to this section"[^>]*>#</a>')
@@ -260,7 +260,8 @@ def case_detail(request: HttpRequest, slug: str) -> HttpResponse:
 
 def _case_context(case: Case, feedback: dict) -> dict:
     """Everything a case page shows but the request's own values, which are holes (kb/page_cache.py)."""
-    related, linked = related_cases(case), linked_from(case)
+    cases = cases_brief()
+    related, linked = related_cases(case, cases), linked_from(case, cases)
     toc = _toc(case.sections) + [{"id": "references", "title": "References", "children": []}]
     if related or linked:
         toc.append({"id": "related", "title": "Related cases", "children": []})
@@ -278,7 +279,9 @@ def _case_context(case: Case, feedback: dict) -> dict:
         "edit_url": _edit_url(case),
     }
     # "Did this fix it?" and the honest counts
-    context.update(case_feedback_context(case, feedback, ballot=page_cache.hole("ballot"), next_url=page_cache.hole("next")))
+    context.update(
+        case_feedback_context(case, feedback, others=cases, ballot=page_cache.hole("ballot"), next_url=page_cache.hole("next"))
+    )
     return context
 
 
