@@ -5,6 +5,7 @@ clicked, and what is stored is redacted first (kb/reports/redact.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import secrets
@@ -120,17 +121,18 @@ def _paste_counted(snapshot: dict[str, Any], result: Result) -> bool:
     # (the triage guide's too) and the known-harmless lines.
     templates = [] if best else unexplained_templates(result, scan_chars=UNMATCHED_SCAN_CHARS)
     gaps = [line_template(text) for _, _, text in result.diagnosis.unrecognised]
+    writes: list[Callable[[], object]] = []
+    if best:
+        writes.append(functools.partial(store.match_count, best))  # one statement
+    elif templates:
+        writes.append(functools.partial(store.templates_record, "unmatched", templates))  # one transaction of its own
+    if gaps:
+        writes.append(functools.partial(store.templates_record, "unrecognised", gaps))
     try:
-        if best and not gaps:
-            store.match_count(best)  # one statement: the site runs in autocommit, so it is its own transaction
-        elif best or templates or gaps:
-            with transaction.atomic():  # several writes, all or none (a savepoint when a transaction is open)
-                if best:
-                    store.match_count(best)
-                elif templates:
-                    store.templates_record("unmatched", templates)
-                if gaps:
-                    store.templates_record("unrecognised", gaps)
+        # One write is its own transaction (the site runs in autocommit); several are made all or none.
+        with transaction.atomic() if len(writes) > 1 else contextlib.nullcontext():
+            for write in writes:
+                write()
     except (OperationalError, InterfaceError) as error:
         logger.warning("paste not counted, the database refused the write: %s", type(error).__name__)
         return False
