@@ -283,5 +283,10 @@ def templates_record(origin: str, templates: Iterable[str]) -> int:
             row.length, row.head = min(len(tokens), 32767), tokens[0][:200]
             row.pastes += 1
             row.last_seen = now
-            row.save()
+        # One statement for the clusters the paste grew and one for those it made, however many lines it had.
+        LineTemplate.objects.bulk_update(
+            [row for row in touched.values() if row.pk is not None],
+            ["template", "count", "length", "head", "pastes", "last_seen"],
+        )
+        LineTemplate.objects.bulk_create([row for row in touched.values() if row.pk is None])
     return sum(lines.values())
