@@ -85,7 +85,7 @@ def _keyword_page(request: HttpRequest, query: str) -> HttpResponse:
     page = page_cache.get(revision, key)
     if page is None:
         try:
-            context = {"query": query, "limit": size_text(settings.KB_MAX_LOG_BYTES), **_keyword_results(query)}
+            context = {"query": query, "limit": size_text(settings.KB_MAX_LOG_BYTES), **_keyword_results(query, revision)}
         except IndexMissing:
             return _search_unavailable(request)
         page = page_cache.keep(
@@ -123,9 +123,10 @@ def _search_posted(request: HttpRequest) -> HttpResponse:
     return page_or_fragment(request, "kb/search.html", "kb/_results.html", context)
 
 
-def _keyword_results(query: str) -> dict:
-    """The hits for a keyword search (IndexMissing when the index is missing or cannot be read)."""
-    found = search_results(query, index_dir=settings.SEARCH_INDEX_DIR, limit=SEARCH_PAGE_HITS)
+def _keyword_results(query: str, revision: str | None = None) -> dict:
+    """The hits for a keyword search (IndexMissing when the index is missing or cannot be read), in the build of
+    `revision` when the request has read it already."""
+    found = search_results(query, index_dir=settings.SEARCH_INDEX_DIR, limit=SEARCH_PAGE_HITS, revision=revision)
     suggestion_url = f"{reverse('kb:search')}?{urlencode({'q': found.suggestion})}" if found.suggestion else ""
     return {
         "keyword": True,
