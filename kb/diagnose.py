@@ -4,6 +4,7 @@ revision, handed to `diagnosis.diagnose`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,13 @@ class Served:
     revision: str
     rules: Rules
     catalog: Catalog
+
+    @cached_property
+    def cases_to_name(self) -> tuple[dict[str, str], ...]:
+        """The cases a vote can name as "it was another case": every case but the triage guides, by title. From
+        the catalog and rules a paste has in memory already, so its vote form asks the database nothing."""
+        cases = sorted((title, slug) for slug, title in self.catalog.titles.items() if slug not in self.rules.guides)
+        return tuple({"slug": slug, "title": title} for title, slug in cases)
 
 
 _cache: dict[str, Served] = {}
@@ -63,11 +71,13 @@ def catalog_current() -> Catalog:
     )
 
 
-def served_current() -> Served:
+def served_current(revision: str | None = None) -> Served:
     """The served revision's rules and catalog, read again only when the content revision changes: from the rules
     snapshot its published build holds (the one source the command line reads too), else, for a build published by
-    an older release, compiled from the database's rows."""
-    revision = ContentState.loaded_revision()
+    an older release, compiled from the database's rows. `revision`: the served revision as the request read it
+    already (a request reads it once); None reads it."""
+    if revision is None:
+        revision = ContentState.loaded_revision()
     if revision not in _cache:
         _cache.clear()
         snapshot = rules_snapshot_read(Path(settings.SEARCH_INDEX_DIR))
@@ -93,9 +103,11 @@ def diagnosis_run(
     notes: list[str] | None = None,
     context: bool = False,
     unpickled: dict[str, Any] | None = None,
+    revision: str | None = None,
 ) -> Result:
-    """Diagnose sources with the served rules, and name the answer from the served catalog."""
-    served = served_current()
+    """Diagnose sources with the served rules, and name the answer from the served catalog (of `revision`, as
+    `served_current` takes it)."""
+    served = served_current(revision)
     return diagnosis.diagnose(
         sources,
         served.rules,
@@ -110,7 +122,9 @@ def diagnosis_run(
     )
 
 
-def job_diagnosis_run(job: JobInput, *, top: int = 5, budget_s: float | None = None, context: bool = False) -> Result:
+def job_diagnosis_run(
+    job: JobInput, *, top: int = 5, budget_s: float | None = None, context: bool = False, revision: str | None = None
+) -> Result:
     """A job read by diagnosis.job_files (an upload, an archive, a directory): its files with the ranks their paths
     name. The page, the API and the command line all diagnose a job through this one call."""
     return diagnosis_run(
@@ -121,4 +135,5 @@ def job_diagnosis_run(job: JobInput, *, top: int = 5, budget_s: float | None = N
         notes=job.notes,
         context=context,
         unpickled=job.unpickled(),
+        revision=revision,
     )

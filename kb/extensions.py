@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from kb.content.errors import ContentError
 
 ContentCheck = Callable[[Path, "list[CaseDoc]"], "list[ContentError]"]
-FactsLink = Callable[[Mapping[str, Any]], "str | None"]
+FactsLink = Callable[[Mapping[str, Any], str], "str | None"]  # (facts, the served revision) -> a link or None
 
 _content_checks: list[str] = []  # dotted paths of ContentCheck functions
 _facts_links: dict[str, list[str]] = {}  # purpose -> dotted paths of FactsLink functions
@@ -38,11 +38,12 @@ def content_checks_run(content_dir: Path, docs: list[CaseDoc]) -> list[ContentEr
     return [error for check in checks for error in check(content_dir, docs)]
 
 
-def facts_link(facts: Mapping[str, Any], purpose: str = "wizard") -> str | None:
-    """Where a diagnosis can continue with its facts, for a purpose (the first registered app that offers one)."""
+def facts_link(facts: Mapping[str, Any], purpose: str = "wizard", *, revision: str) -> str | None:
+    """Where a diagnosis can continue with its facts, for a purpose (the first registered app that offers one), in
+    the content of `revision`: the served revision as the request read it."""
     for path in _facts_links.get(purpose, []):
         link: FactsLink = import_string(path)
-        url = link(facts)
+        url = link(facts, revision)
         if url:
             return url
     return None

@@ -5,6 +5,7 @@ clicked, and what is stored is redacted first (kb/reports/redact.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import secrets
@@ -23,6 +24,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST, require_safe, require_http_methods
 
 from diagnosis.result import Result, snapshot_markdown
+from kb.diagnose import served_current
 from kb.htmx import error_page, page_or_fragment, wants_fragment
 from kb.models import Case, LineTemplate, Report, Vote
 from kb.result_view import snapshot_view
@@ -64,14 +66,23 @@ def _ballot(kind: str, case_slug: str = "", templates: list[str] | None = None, 
 
 
 def _cases_for_select() -> list[dict[str, str]]:
+    """The vote form's cases on the report, troubleshooter and curators' pages. A paste's form takes the same cases
+    from the served catalog (`Served.cases_to_name`), a case page's from the read its links make (`cases_brief`)."""
     return list(Case.objects.filter(guide=False).order_by("title").values("slug", "title"))
 
 
 def result_context(
-    request: HttpRequest, snapshot: dict[str, Any], result: Result, logs: list[tuple[str, bytes]], *, pasted: bool
+    request: HttpRequest,
+    snapshot: dict[str, Any],
+    result: Result,
+    logs: list[tuple[str, bytes]],
+    *,
+    pasted: bool,
+    revision: str,
 ) -> dict[str, Any]:
     """What a live result adds: the signed snapshot for Share, the vote ballot, and the bookkeeping of a paste
-    (a count for the case that answered it, or masked templates when nothing did)."""
+    (a count for the case that answered it, or masked templates when nothing did). `revision`: the served revision
+    the result was diagnosed with, whose cases the vote form offers."""
     best = snapshot.get("best_slug", "")
     counted = _paste_counted(snapshot, result) if pasted else True
     evidence_templates = [line_template(row["text"]) for m in snapshot.get("matches", [])[:3] for row in m["evidence"][:4]]
@@ -94,7 +105,7 @@ def result_context(
             "ballot": _ballot("result", best, evidence_templates),
             "next": request.get_full_path(),
             "steps": best_match["steps"] if best_match else [],
-            "cases": _cases_for_select(),
+            "cases": served_current(revision).cases_to_name,
         }
         if snapshot.get("matches")
         else None,
@@ -110,14 +121,18 @@ def _paste_counted(snapshot: dict[str, Any], result: Result) -> bool:
     # (the triage guide's too) and the known-harmless lines.
     templates = [] if best else unexplained_templates(result, scan_chars=UNMATCHED_SCAN_CHARS)
     gaps = [line_template(text) for _, _, text in result.diagnosis.unrecognised]
+    writes: list[Callable[[], object]] = []
+    if best:
+        writes.append(functools.partial(store.match_count, best))  # one statement
+    elif templates:
+        writes.append(functools.partial(store.templates_record, "unmatched", templates))  # one transaction of its own
+    if gaps:
+        writes.append(functools.partial(store.templates_record, "unrecognised", gaps))
     try:
-        with transaction.atomic():  # a savepoint when a transaction is open already: its failure stays here
-            if best:
-                store.match_count(best)
-            elif templates:
-                store.templates_record("unmatched", templates)
-            if gaps:
-                store.templates_record("unrecognised", gaps)
+        # One write is its own transaction (the site runs in autocommit); several are made all or none.
+        with transaction.atomic() if len(writes) > 1 else contextlib.nullcontext():
+            for write in writes:
+                write()
     except (OperationalError, InterfaceError) as error:
         logger.warning("paste not counted, the database refused the write: %s", type(error).__name__)
         return False
@@ -129,8 +144,11 @@ def case_ballot(slug: str) -> str:
     return _ballot("case", slug)
 
 
-def case_feedback_context(case: Case, feedback: dict[str, Any], *, ballot: str, next_url: str) -> dict[str, Any]:
-    """ "What readers reported" (`feedback`, as store.case_feedback counted it) and "Did this fix it?". The ballot
+def case_feedback_context(
+    case: Case, feedback: dict[str, Any], *, others: list[Case], ballot: str, next_url: str
+) -> dict[str, Any]:
+    """ "What readers reported" (`feedback`, as store.case_feedback counted it) and "Did this fix it?", whose list of
+    cases is `others` (kb.selectors.cases_brief, read for the page's links already) less the triage guides. The ballot
     and the form's return address are each request's own: holes, in a page kept by kb/page_cache.py."""
     titles = {step["id"]: step["title"] for step in case.fix_steps()}
     return {
@@ -142,7 +160,7 @@ def case_feedback_context(case: Case, feedback: dict[str, Any], *, ballot: str, 
             "ballot": ballot,
             "next": next_url,
             "steps": case.fix_steps(),
-            "cases": _cases_for_select(),
+            "cases": [{"slug": other.slug, "title": other.title} for other in others if not other.guide],
         },
     }
 

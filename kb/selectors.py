@@ -31,13 +31,18 @@ def case_tags(case: Case) -> dict[str, list[str]]:
     return tags
 
 
-def related_cases(case: Case) -> list[Case]:
-    """The cases this one names in `related`, in the author's order (slug and title: all a link needs)."""
-    related = list(Case.objects.filter(slug__in=case.related).only("slug", "title"))
-    related.sort(key=lambda c: case.related.index(c.slug))
-    return related
+def cases_brief() -> list[Case]:
+    """Every case's slug, title, `related` and guide flag, by title: what a case page needs of the other cases (its
+    links both ways, its vote form's list), in one query."""
+    return list(Case.objects.only("slug", "title", "related", "guide").order_by("title"))
 
 
-def linked_from(case: Case) -> list[Case]:
-    """Cases that name this one as related, and that it does not name back."""
-    return [c for c in Case.objects.only("slug", "title", "related") if case.slug in c.related and c.slug not in case.related]
+def related_cases(case: Case, cases: list[Case]) -> list[Case]:
+    """The cases this one names in `related`, in the author's order, from `cases` (cases_brief)."""
+    by_slug = {other.slug: other for other in cases}
+    return [by_slug[slug] for slug in dict.fromkeys(case.related) if slug in by_slug]
+
+
+def linked_from(case: Case, cases: list[Case]) -> list[Case]:
+    """Cases of `cases` (cases_brief) that name this one as related, and that it does not name back."""
+    return [c for c in cases if case.slug in c.related and c.slug not in case.related]

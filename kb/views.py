@@ -33,7 +33,7 @@ from kb.search.index import IndexMissing, search as text_search, search_results
 from kb.result_view import body_with_step_versions, snapshot_view
 from kb.report_views import case_ballot, case_feedback_context, result_context
 from kb.reports.store import case_page_state
-from kb.selectors import case_tags, cases_listed, linked_from, related_cases, tags_by_facet
+from kb.selectors import case_tags, cases_brief, cases_listed, linked_from, related_cases, tags_by_facet
 
 SEARCH_PAGE_HITS = 20
 _HEADERLINK_RE = re.compile(r'<a class="headerlink" href="#([^"]+)" title="Link to this section"[^>]*>#</a>')
@@ -85,7 +85,7 @@ def _keyword_page(request: HttpRequest, query: str) -> HttpResponse:
     page = page_cache.get(revision, key)
     if page is None:
         try:
-            context = {"query": query, "limit": size_text(settings.KB_MAX_LOG_BYTES), **_keyword_results(query)}
+            context = {"query": query, "limit": size_text(settings.KB_MAX_LOG_BYTES), **_keyword_results(query, revision)}
         except IndexMissing:
             return _search_unavailable(request)
         page = page_cache.keep(
@@ -119,9 +119,10 @@ def _search_posted(request: HttpRequest) -> HttpResponse:
     return page_or_fragment(request, "kb/search.html", "kb/_results.html", context)
 
 
-def _keyword_results(query: str) -> dict:
-    """The hits for a keyword search (IndexMissing when the index is missing or cannot be read)."""
-    found = search_results(query, index_dir=settings.SEARCH_INDEX_DIR, limit=SEARCH_PAGE_HITS)
+def _keyword_results(query: str, revision: str | None = None) -> dict:
+    """The hits for a keyword search (IndexMissing when the index is missing or cannot be read), in the build of
+    `revision` when the request has read it already."""
+    found = search_results(query, index_dir=settings.SEARCH_INDEX_DIR, limit=SEARCH_PAGE_HITS, revision=revision)
     suggestion_url = f"{reverse('kb:search')}?{urlencode({'q': found.suggestion})}" if found.suggestion else ""
     return {
         "keyword": True,
@@ -161,21 +162,25 @@ def _diagnose_refused(request: HttpRequest, status: int, title: str, message: st
 def _results(request: HttpRequest, search_text: str | None, job: JobInput, *, pasted: bool) -> dict:
     """Diagnose, search, and shape the answer-first result; a paste (not a search link) also counts
     towards the case's numbers, or, when nothing explained it, towards the curators' templates. `search_text`: what
-    the text search looks for; None for the head of the first log, as the diagnosis decoded it."""
-    result = job_diagnosis_run(job, budget_s=settings.KB_DIAGNOSIS_BUDGET_S, context=True)
+    the text search looks for; None for the head of the first log, as the diagnosis decoded it.
+
+    The served revision is read once, here, and everything the answer draws on (rules, index, troubleshooter
+    links, the vote form's cases) is of that revision: with the paste's counter, the request's only statements."""
+    revision = ContentState.loaded_revision()
+    result = job_diagnosis_run(job, budget_s=settings.KB_DIAGNOSIS_BUDGET_S, context=True, revision=revision)
     if search_text is None:
         first = next(iter(result.texts.lines), None) if result.texts else None
         search_text = result.texts.text(first)[:2000] if result.texts else ""
     try:
-        hits = text_search(search_text, index_dir=settings.SEARCH_INDEX_DIR, limit=5)
+        hits = text_search(search_text, index_dir=settings.SEARCH_INDEX_DIR, limit=5, revision=revision)
     except IndexMissing:
         hits = []
-    wizard_url = facts_link(result.handoff_facts) if result.handoff_facts else None
+    wizard_url = facts_link(result.handoff_facts, revision=revision) if result.handoff_facts else None
     # Evidence that does not explain the hang: offer the script that records what the next run needs.
-    capture_url = None if result.best_slug else facts_link(result.facts, "capture")
+    capture_url = None if result.best_slug else facts_link(result.facts, "capture", revision=revision)
     snapshot = result.to_snapshot(hits=hits, wizard_url=wizard_url or "", capture_url=capture_url or "")
     context = {"result": snapshot_view(snapshot), "hits": snapshot["hits"], "wizard_url": wizard_url}
-    context.update(result_context(request, snapshot, result, job.logs(), pasted=pasted))
+    context.update(result_context(request, snapshot, result, job.logs(), pasted=pasted, revision=revision))
     return context
 
 
@@ -239,7 +244,8 @@ def case_detail(request: HttpRequest, slug: str) -> HttpResponse:
 
 def _case_context(case: Case, feedback: dict) -> dict:
     """Everything a case page shows but the request's own values, which are holes (kb/page_cache.py)."""
-    related, linked = related_cases(case), linked_from(case)
+    cases = cases_brief()
+    related, linked = related_cases(case, cases), linked_from(case, cases)
     toc = _toc(case.sections) + [{"id": "references", "title": "References", "children": []}]
     if related or linked:
         toc.append({"id": "related", "title": "Related cases", "children": []})
@@ -257,7 +263,9 @@ def _case_context(case: Case, feedback: dict) -> dict:
         "edit_url": _edit_url(case),
     }
     # "Did this fix it?" and the honest counts
-    context.update(case_feedback_context(case, feedback, ballot=page_cache.hole("ballot"), next_url=page_cache.hole("next")))
+    context.update(
+        case_feedback_context(case, feedback, others=cases, ballot=page_cache.hole("ballot"), next_url=page_cache.hole("next"))
+    )
     return context
 
 

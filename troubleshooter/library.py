@@ -159,10 +159,13 @@ _cache_lock = threading.Lock()
 _cache: dict[Path, Library] = {}
 
 
-def library_published() -> Library:
+def library_published(revision: str | None = None) -> Library:
     """The trees and parts of the loaded content revision, read from the snapshot `load_content` published
-    (never from content/ live, so a file the last load refused cannot reach a page). Read once per build."""
-    snapshot = published_snapshot(settings.SEARCH_INDEX_DIR, ContentState.loaded_revision())
+    (never from content/ live, so a file the last load refused cannot reach a page). Read once per build.
+    `revision`: the served revision as the request read it already; None reads it."""
+    if revision is None:
+        revision = ContentState.loaded_revision()
+    snapshot = published_snapshot(settings.SEARCH_INDEX_DIR, revision)
     if snapshot is None or not snapshot.is_dir():
         problem = f"no troubleshooter content is published in {settings.SEARCH_INDEX_DIR}: run python manage.py load_content"
         build_problem_log(logger, problem)

@@ -28,13 +28,13 @@ def script_url(tree_id: str, answers: Mapping[str, str]) -> str:
     return f"{reverse('troubleshooter:script', args=[tree_id])}?{urlencode(sorted(answers.items()))}"
 
 
-def wizard_url_for_facts(facts: Mapping[str, Any]) -> str | None:
+def wizard_url_for_facts(facts: Mapping[str, Any], revision: str | None = None) -> str | None:
     """Where the log-diagnosis page sends the user: the tree the facts answer best, with those answers filled in.
 
     The link is canonical (only answers on the path or still ahead of it) and marks every answer as read from the
     log, so the wizard opens at the first unanswered question and lists what the log answered. None when no tree
-    is available."""
-    library = library_published()
+    is available. `revision`: the served revision, as `library_published` takes it."""
+    library = library_published(revision)
     trees = [library.trees[tree_id] for tree_id in sorted(library.trees) if library.trees[tree_id].purpose == "diagnose"]
     if not trees:
         return None
@@ -47,10 +47,10 @@ def wizard_url_for_facts(facts: Mapping[str, Any]) -> str | None:
     return state_url(tree.id, state_from_facts(tree, facts))
 
 
-def capture_url_for_facts(facts: Mapping[str, Any]) -> str | None:
+def capture_url_for_facts(facts: Mapping[str, Any], revision: str | None = None) -> str | None:
     """The tree that records what the next hang needs (`purpose: capture`), with what the log already answers
     (the stacks and Flight Recorder dumps it holds, its launcher and PyTorch), so the script it ends in asks
-    only for what is missing. None when no such tree is loaded."""
-    trees = library_published().trees
+    only for what is missing. None when no such tree is loaded. `revision`: as `library_published` takes it."""
+    trees = library_published(revision).trees
     tree = next((trees[tree_id] for tree_id in sorted(trees) if trees[tree_id].purpose == "capture"), None)
     return state_url(tree.id, state_from_facts(tree, facts)) if tree is not None else None

@@ -13,7 +13,7 @@ from typing import Any, Iterable
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from kb.models import CaseMatchDay, ContentState, LineTemplate, Report, Vote
@@ -237,15 +237,18 @@ def case_page_state(slug: str, days: int = 30) -> tuple[str, dict[str, Any]]:
 
 
 def match_count(slug: str, day: dt.date | None = None) -> None:
-    """Count one paste answered by `slug` (no text kept)."""
+    """Count one paste answered by `slug` (no text kept), in one statement: the day's row is made with 1, or, made
+    already (by any worker, whatever the race), has 1 added. INSERT ... ON CONFLICT DO UPDATE: SQLite 3.24 and
+    PostgreSQL 9.5 have it; the ORM's update_conflicts can only set the new row's value, not add to the old one."""
     day = day or timezone.now().date()
-    updated = CaseMatchDay.objects.filter(slug=slug, day=day).update(count=F("count") + 1)
-    if not updated:
-        try:
-            with transaction.atomic():
-                CaseMatchDay.objects.create(slug=slug, day=day, count=1)
-        except IntegrityError:  # another worker created it first
-            CaseMatchDay.objects.filter(slug=slug, day=day).update(count=F("count") + 1)
+    quote = connection.ops.quote_name
+    table, count = quote(CaseMatchDay._meta.db_table), quote("count")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (slug, day, {count}) VALUES (%s, %s, 1) "
+            f"ON CONFLICT (slug, day) DO UPDATE SET {count} = {table}.{count} + 1",
+            [slug, connection.ops.adapt_datefield_value(day)],
+        )
 
 
 # --- the curators' report ---------------------------------------------------------------------------
@@ -280,5 +283,10 @@ def templates_record(origin: str, templates: Iterable[str]) -> int:
             row.length, row.head = min(len(tokens), 32767), tokens[0][:200]
             row.pastes += 1
             row.last_seen = now
-            row.save()
+        # One statement for the clusters the paste grew and one for those it made, however many lines it had.
+        LineTemplate.objects.bulk_update(
+            [row for row in touched.values() if row.pk is not None],
+            ["template", "count", "length", "head", "pastes", "last_seen"],
+        )
+        LineTemplate.objects.bulk_create([row for row in touched.values() if row.pk is None])
     return sum(lines.values())

@@ -197,18 +197,19 @@ class IndexMissing(RuntimeError):
     """The index has not been built yet, or cannot be read (run `python manage.py load_content`)."""
 
 
-def search(text: str, *, index_dir: Path, limit: int = 10) -> list[SearchHit]:
+def search(text: str, *, index_dir: Path, limit: int = 10, revision: str | None = None) -> list[SearchHit]:
     """Rank cases for free text. The query is built from analysed terms, never parsed, so
     quotes, colons, brackets and AND/OR/NOT in a pasted log are plain words."""
-    return list(search_results(text, index_dir=index_dir, limit=limit).hits)
+    return list(search_results(text, index_dir=index_dir, limit=limit, revision=revision).hits)
 
 
-def search_results(text: str, *, index_dir: Path, limit: int = 10) -> SearchResults:
-    """Like `search`, with the total, the words searched for and a "did you mean" when nothing matched."""
+def search_results(text: str, *, index_dir: Path, limit: int = 10, revision: str | None = None) -> SearchResults:
+    """Like `search`, with the total, the words searched for and a "did you mean" when nothing matched. Searches the
+    build of `revision`, the served revision as the request read it already; None reads it."""
     terms = query_terms(text)
     if not terms:
         return SearchResults(hits=(), total=0, words=())
-    build = served_build(index_dir, ContentState.loaded_revision())
+    build = served_build(index_dir, ContentState.loaded_revision() if revision is None else revision)
     if build is None:
         problem = f"no search index is published in {index_dir}: run python manage.py load_content"
         build_problem_log(logger, problem)

@@ -4,6 +4,7 @@ import re
 
 import pytest
 from django.conf import settings
+from django.core.cache import caches
 from django.core.management import call_command
 
 from kb.content.cases import case_files_read
@@ -67,6 +68,24 @@ def test_related_cases_are_linked_both_ways(client):
     other = case.related[0]
     assert f'href="/kb/{other}/"' in client.get(f"/kb/{case.slug}/").content.decode()
     assert f'href="/kb/{case.slug}/"' in client.get(f"/kb/{other}/").content.decode()
+
+
+def test_a_case_page_not_kept_yet_is_rendered_with_at_most_five_statements(client, django_assert_max_num_queries):
+    """A page is rendered anew whenever its counts change: the counts with the served revision, the case, its tags,
+    every case's title and links in one read (related, linked from, the vote form's list), and the revision again
+    before the page is kept (kb/page_cache.py)."""
+    case = Case.objects.exclude(related=[]).first()
+    caches["pages"].clear()
+    with django_assert_max_num_queries(5):
+        page = client.get(f"/kb/{case.slug}/").content.decode()
+    assert f'href="/kb/{case.related[0]}/"' in page
+
+
+def test_a_case_pages_vote_form_offers_every_case_but_the_triage_guides_by_title(client):
+    page = client.get(f"/kb/{CORE[0]}/").content.decode()
+    select = re.search(r'<select id="vote-other-case" name="other_case">(.*?)</select>', page, re.S).group(1)
+    offered = re.findall(r'<option value="([a-z0-9-]+)">', select)
+    assert offered == list(Case.objects.filter(guide=False).order_by("title").values_list("slug", flat=True))
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ import re
 
 import pytest
 from django.conf import settings
+from django.core.cache import caches
 
 from kb.search.analysis import query_terms
 from kb.search.index import search
@@ -153,3 +154,12 @@ def test_api_search_says_where():
     first = data["results"][0]
     assert first["section"].startswith(("fix-", "cause-")) and first["section_url"].endswith("#" + first["section"])
     assert data["total"] >= 1 and first["relevance"] == "strong"
+
+
+def test_a_keyword_search_page_rendered_anew_runs_at_most_two_statements(client, django_assert_max_num_queries):
+    """Once for the page's key and the index it searches, once more before the page is kept (kb/page_cache.py)."""
+    client.get("/search?q=watchdog+timeout")
+    caches["pages"].clear()
+    with django_assert_max_num_queries(2):
+        page = client.get("/search?q=watchdog+timeout").content.decode()
+    assert 'href="/kb/nccl-watchdog-timeout-triage/' in page
