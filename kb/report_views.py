@@ -71,6 +71,32 @@ def _cases_for_select() -> list[dict[str, str]]:
     return list(Case.objects.filter(guide=False).order_by("title").values("slug", "title"))
 
 
+def vote_form(
+    target: str,
+    ref: str,
+    case_slug: str,
+    *,
+    ballot: str,
+    next_url: str,
+    steps: list[dict[str, Any]],
+    cases: list[dict[str, str]],
+    report_id: str = "",
+) -> dict[str, Any]:
+    """What "kb/report_vote.html" needs, for whichever page asks "Did this fix it?" (a result, a case, a troubleshooter
+    outcome, a shared report): the thing voted on, the case it is about, the ballot, where to come back to, the case's
+    steps and the other cases to name. A dict, because a kept case page fills its ballot and `next` per request."""
+    return {
+        "target": target,
+        "ref": ref,
+        "case_slug": case_slug,
+        "ballot": ballot,
+        "next": next_url,
+        "report_id": report_id,
+        "steps": steps,
+        "cases": cases,
+    }
+
+
 def result_context(
     request: HttpRequest,
     snapshot: dict[str, Any],
@@ -98,15 +124,15 @@ def result_context(
             "can_store_log": bool(pasted_text) or wants_fragment(request),
             "days": store.expiry_days(),
         },
-        "vote": {
-            "target": "result",
-            "ref": best,
-            "case_slug": best,
-            "ballot": _ballot("result", best, evidence_templates),
-            "next": request.get_full_path(),
-            "steps": best_match["steps"] if best_match else [],
-            "cases": served_current(revision).cases_to_name,
-        }
+        "vote": vote_form(
+            "result",
+            best,
+            best,
+            ballot=_ballot("result", best, evidence_templates),
+            next_url=request.get_full_path(),
+            steps=best_match["steps"] if best_match else [],
+            cases=served_current(revision).cases_to_name,
+        )
         if snapshot.get("matches")
         else None,
     }
@@ -153,15 +179,15 @@ def case_feedback_context(
     titles = {step["id"]: step["title"] for step in case.fix_steps()}
     return {
         "feedback": {**feedback, "steps": _steps_titled(feedback["steps"], titles)},
-        "vote": {
-            "target": "case",
-            "ref": case.slug,
-            "case_slug": case.slug,
-            "ballot": ballot,
-            "next": next_url,
-            "steps": case.fix_steps(),
-            "cases": [{"slug": other.slug, "title": other.title} for other in others if not other.guide],
-        },
+        "vote": vote_form(
+            "case",
+            case.slug,
+            case.slug,
+            ballot=ballot,
+            next_url=next_url,
+            steps=case.fix_steps(),
+            cases=[{"slug": other.slug, "title": other.title} for other in others if not other.guide],
+        ),
     }
 
 
@@ -173,15 +199,15 @@ def _steps_titled(steps: list[dict[str, Any]], titles: dict[str, str]) -> list[d
 def wizard_vote_context(request: HttpRequest, case_slug: str, path: str) -> dict[str, Any]:
     """For a troubleshooter outcome: include "kb/report_vote.html" with this as `vote`."""
     case = Case.objects.filter(slug=case_slug).first()
-    return {
-        "target": "wizard",
-        "ref": path[:300],
-        "case_slug": case_slug,
-        "ballot": _ballot("wizard", case_slug, ref=path[:300]),
-        "next": request.get_full_path(),
-        "steps": case.fix_steps() if case else [],
-        "cases": _cases_for_select(),
-    }
+    return vote_form(
+        "wizard",
+        path[:300],
+        case_slug,
+        ballot=_ballot("wizard", case_slug, ref=path[:300]),
+        next_url=request.get_full_path(),
+        steps=case.fix_steps() if case else [],
+        cases=_cases_for_select(),
+    )
 
 
 # --- reports -----------------------------------------------------------------------------------------
@@ -292,16 +318,16 @@ def report_detail(request: HttpRequest, report_id: str) -> HttpResponse:
         "log_lines": report.log.count("\n") + 1 if report.log else 0,
         "vote": None
         if own_vote or not snapshot.get("matches")
-        else {
-            "target": "report",
-            "ref": report.id,
-            "case_slug": best,
-            "ballot": "",
-            "next": request.get_full_path(),
-            "report_id": report.id,
-            "steps": best_match["steps"] if best_match else [],
-            "cases": _cases_for_select(),
-        },
+        else vote_form(
+            "report",
+            report.id,
+            best,
+            ballot="",
+            next_url=request.get_full_path(),
+            steps=best_match["steps"] if best_match else [],
+            cases=_cases_for_select(),
+            report_id=report.id,
+        ),
     }
     response = render(request, "kb/report.html", context)
     response["X-Robots-Tag"] = "noindex"
