@@ -4,7 +4,10 @@ import re
 
 import pytest
 from django.conf import settings
+from whoosh import index as whoosh_index
 
+from kb.content.publish import served_build
+from kb.models import Case, ContentState
 from kb.search.analysis import query_terms
 from kb.search.index import search
 from tests.kb.html_checks import main_links
@@ -153,3 +156,13 @@ def test_api_search_says_where():
     first = data["results"][0]
     assert first["section"].startswith(("fix-", "cause-")) and first["section_url"].endswith("#" + first["section"])
     assert data["total"] >= 1 and first["relevance"] == "strong"
+
+
+def test_the_index_holds_each_case_section_as_the_case_page_lists_it():
+    """The indexer takes the sections the renderer read from the Markdown tree, not its own parse of the HTML."""
+    build = served_build(settings.SEARCH_INDEX_DIR, ContentState.loaded_revision())
+    with whoosh_index.open_dir(str(build)).searcher() as searcher:
+        for case in Case.objects.all():
+            passages = searcher.document(slug=case.slug)["passages"]
+            assert [{"id": p["id"], "title": p["title"], "level": p["level"]} for p in passages] == case.sections
+            assert not any("Link to this section" in p["title"] + p["text"] for p in passages)
