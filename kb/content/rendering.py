@@ -15,7 +15,7 @@ import re
 import xml.etree.ElementTree as etree
 from dataclasses import dataclass
 from html.parser import HTMLParser
-from typing import Any
+from typing import Any, NamedTuple
 
 import markdown
 import nh3
@@ -95,6 +95,7 @@ class RenderedBody:
     duplicate_ids: list[str]
     # The whole body as plain text with every tag a space, as the search index's body field reads it.
     index_text: str
+    links: list[str]  # the target of every link in the body, in page order
 
     @property
     def ids(self) -> list[str]:
@@ -134,10 +135,17 @@ def body_render(text: str, steps: list[dict[str, Any]] | None = None) -> Rendere
         sections=structure.sections,
         duplicate_ids=duplicates,
         index_text=structure.index_text,
+        links=structure.links,
     )
 
 
-Event = tuple[str, str, "etree.Element | None"]  # ("open" | "close", tag, element) or ("text", text, None)
+class Event(NamedTuple):
+    """A tag opening or closing, or a run of text, in page order."""
+
+    kind: str  # "open", "close" or "text"
+    value: str  # the tag, or the text
+    element: etree.Element | None = None  # the tree's element; None for text and for HTML kept out of the tree
+    href: str | None = None  # an <a>'s link target
 
 
 class _PlainText:
@@ -149,7 +157,7 @@ class _PlainText:
         self.spaced: list[str] = []
 
     def add(self, event: Event) -> None:
-        kind, value, _ = event
+        kind, value, *_ = event
         if kind == "text":
             self.joined.append(value)
             self.spaced.append(value)
@@ -171,10 +179,10 @@ class _StashedHtml(HTMLParser):
         self.events: list[Event] = []
 
     def handle_starttag(self, tag: str, attrs: list) -> None:
-        self.events.append(("open", tag, None))
+        self.events.append(Event("open", tag, href=dict(attrs).get("href") if tag == "a" else None))
 
     def handle_endtag(self, tag: str) -> None:
-        self.events.append(("close", tag, None))
+        self.events.append(Event("close", tag))
 
     def handle_data(self, data: str) -> None:
         self.events.extend(self.structure.text_events(data, decoded=True))
@@ -190,6 +198,7 @@ class _BodyStructure(Extension, Treeprocessor):
         self.steps = steps
         self.sections: list[Section] = []
         self.index_text = ""
+        self.links: list[str] = []
 
     def extendMarkdown(self, md: markdown.Markdown) -> None:
         Treeprocessor.__init__(self, md)
@@ -197,10 +206,13 @@ class _BodyStructure(Extension, Treeprocessor):
 
     def run(self, root: etree.Element) -> None:
         whole = _PlainText()
+        links: list[str] = []
         found: list[tuple[etree.Element, _PlainText]] = []
         held = None  # a section heading or a permalink: text that belongs to no section's text
         for event in self.events(root)[1:-1]:  # the root is Python-Markdown's wrapper, not part of the body
-            kind, tag, element = event
+            kind, tag, element, href = event
+            if kind == "open" and href is not None:
+                links.append(href)
             if kind == "open" and held is None and element is not None and (tag in SECTION_HEADINGS or _is_permalink(element)):
                 held = element
                 if tag in SECTION_HEADINGS:
@@ -211,6 +223,7 @@ class _BodyStructure(Extension, Treeprocessor):
             if kind == "close" and element is not None and element is held:
                 held = None
         self.index_text = "".join(whole.spaced)
+        self.links = links
         self.sections = [
             Section(id=h.get("id", ""), title=self.title(h), level=int(h.tag[1]), text=text.joined_text()) for h, text in found
         ]
@@ -223,11 +236,12 @@ class _BodyStructure(Extension, Treeprocessor):
 
     def events(self, element: etree.Element) -> list[Event]:
         """The element as HTML would read it: its tags, and its text with the stashed parts put back."""
-        out: list[Event] = [("open", element.tag, element), *self.text_events(element.text)]
+        href = element.get("href") if element.tag == "a" else None
+        out: list[Event] = [Event("open", element.tag, element, href), *self.text_events(element.text)]
         for child in element:
             out += self.events(child)
             out += self.text_events(child.tail)
-        out.append(("close", element.tag, element))
+        out.append(Event("close", element.tag, element))
         return out
 
     def text_events(self, text: str | None, *, decoded: bool = False) -> list[Event]:
@@ -252,7 +266,7 @@ class _BodyStructure(Extension, Treeprocessor):
     def _plain(text: str, decoded: bool) -> list[Event]:
         if not text:
             return []
-        return [("text", text if decoded else html.unescape(escape_cdata(text).replace(AMP_SUBSTITUTE, "&")), None)]
+        return [Event("text", text if decoded else html.unescape(escape_cdata(text).replace(AMP_SUBSTITUTE, "&")))]
 
     def title(self, heading: etree.Element) -> str:
         """The heading's words, without its permalink's "#"."""
