@@ -173,10 +173,10 @@ class _PlainText:
 class _StashedHtml(HTMLParser):
     """The events of HTML that Python-Markdown keeps out of its tree (highlighted code blocks, raw HTML, entities)."""
 
-    def __init__(self, structure: _BodyStructure) -> None:
+    def __init__(self, structure: _BodyStructure, out: list[Event]) -> None:
         super().__init__(convert_charrefs=True)
         self.structure = structure
-        self.events: list[Event] = []
+        self.events = out
 
     def handle_starttag(self, tag: str, attrs: list) -> None:
         self.events.append(Event("open", tag, href=dict(attrs).get("href") if tag == "a" else None))
@@ -185,7 +185,7 @@ class _StashedHtml(HTMLParser):
         self.events.append(Event("close", tag))
 
     def handle_data(self, data: str) -> None:
-        self.events.extend(self.structure.text_events(data, decoded=True))
+        self.structure.text_events(data, self.events, decoded=True)
 
 
 class _BodyStructure(Extension, Treeprocessor):
@@ -234,51 +234,52 @@ class _BodyStructure(Extension, Treeprocessor):
             if element.tag in ("h1", *SECTION_HEADINGS):  # an h1 is no section: its permalink is named by its id
                 self.decorate(element, titles.get(anchor, anchor), badges.get(anchor))
 
-    def events(self, element: etree.Element) -> list[Event]:
-        """The element as HTML would read it: its tags, and its text with the stashed parts put back."""
-        href = element.get("href") if element.tag == "a" else None
-        out: list[Event] = [Event("open", element.tag, element, href), *self.text_events(element.text)]
+    def events(self, element: etree.Element, out: list[Event] | None = None) -> list[Event]:
+        """The element as HTML would read it: its tags, and its text with the stashed parts put back (added to `out`)."""
+        out = [] if out is None else out
+        out.append(Event("open", element.tag, element, element.get("href") if element.tag == "a" else None))
+        self.text_events(element.text, out)
         for child in element:
-            out += self.events(child)
-            out += self.text_events(child.tail)
+            self.events(child, out)
+            self.text_events(child.tail, out)
         out.append(Event("close", element.tag, element))
         return out
 
-    def text_events(self, text: str | None, *, decoded: bool = False) -> list[Event]:
+    def text_events(self, text: str | None, out: list[Event] | None = None, *, decoded: bool = False) -> list[Event]:
         """Text as the page shows it: escaped as the serializer will escape it, then decoded, so entities read as the
         characters they stand for; the placeholders of stashed HTML replaced by that HTML's own events."""
-        out: list[Event] = []
+        out = [] if out is None else out
+        if not text:
+            return out
         position = 0
-        for placeholder in HTML_PLACEHOLDER_RE.finditer(text or ""):
-            out += self._plain(text[position : placeholder.start()], decoded)
+        for placeholder in HTML_PLACEHOLDER_RE.finditer(text):
+            self._plain(text[position : placeholder.start()], decoded, out)
             stashed = self.md.htmlStash.rawHtmlBlocks[int(placeholder.group(1))]
             if isinstance(stashed, etree.Element):
-                out += self.events(stashed)
+                self.events(stashed, out)
             else:
-                parser = _StashedHtml(self)
+                parser = _StashedHtml(self, out)
                 parser.feed(stashed)
                 parser.close()
-                out += parser.events
             position = placeholder.end()
-        return out + self._plain((text or "")[position:], decoded)
+        self._plain(text[position:], decoded, out)
+        return out
 
     @staticmethod
-    def _plain(text: str, decoded: bool) -> list[Event]:
-        if not text:
-            return []
-        return [Event("text", text if decoded else html.unescape(escape_cdata(text).replace(AMP_SUBSTITUTE, "&")))]
+    def _plain(text: str, decoded: bool, out: list[Event]) -> None:
+        if text:
+            out.append(Event("text", text if decoded else html.unescape(escape_cdata(text).replace(AMP_SUBSTITUTE, "&"))))
 
     def title(self, heading: etree.Element) -> str:
         """The heading's words, without its permalink's "#"."""
-        title = _PlainText()
-        for event in self.text_events(heading.text):
-            title.add(event)
+        events = self.text_events(heading.text)
         for child in heading:
             if not _is_permalink(child):
-                for event in self.events(child):
-                    title.add(event)
-            for event in self.text_events(child.tail):
-                title.add(event)
+                self.events(child, events)
+            self.text_events(child.tail, events)
+        title = _PlainText()
+        for event in events:
+            title.add(event)
         return title.joined_text()
 
     def decorate(self, heading: etree.Element, title: str, versions: str | None) -> None:
