@@ -33,7 +33,7 @@ class Case(models.Model):
     related = models.JSONField(default=list)  # slugs, in the author's order
     references = models.JSONField(default=list)
     sections = models.JSONField(default=list)  # [{"id", "title", "level"}] in page order
-    body_html = models.TextField()
+    body_html = models.TextField()  # the finished body the case page prints as it is (kb/content/rendering.py)
     last_reviewed = models.DateField()
     source_path = models.CharField(max_length=300)
     # Evidence beyond line signatures, and versions as data (content/FORMAT.md).

@@ -4,7 +4,6 @@ The data (which answer is best, which lines are evidence, their context) was dec
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from django.utils.html import escape
@@ -12,26 +11,8 @@ from django.utils.safestring import SafeString, mark_safe
 
 from diagnosis.engine import CONFIDENT
 from diagnosis.result import answer_slugs, fix_url
-from diagnosis.versions import versions_text
 
 CUT_WIDTH = 220  # a longer evidence line is cut around its highlight
-
-
-def body_with_step_versions(body_html: str, steps: list[dict]) -> SafeString:
-    """The case body with each fix step's version range shown in its heading ("PyTorch < 2.14 only"), from
-    the front matter's `steps`, so a reader sees at once which steps hold for their releases."""
-    html = body_html
-    for step in steps:
-        if not step.get("versions"):
-            continue
-        badge = f' <span class="step-versions">{escape(versions_text(step["versions"]))} only</span>'
-        html = re.sub(
-            rf'(<h3 id="{re.escape(step["anchor"])}">.*?)(<a class="headerlink"|</h3>)',
-            lambda m: m.group(1) + badge + m.group(2),
-            html,
-            count=1,
-        )
-    return mark_safe(html)  # noqa: S308 - body_html is the loader's nh3-cleaned HTML; the badge is escaped
 
 
 def marked_line(text: str, start: int, end: int) -> SafeString:

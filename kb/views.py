@@ -14,8 +14,6 @@ from django.shortcuts import render
 from django.views.decorators.vary import vary_on_headers
 from django.templatetags.static import static
 from django.urls import Resolver404, resolve, reverse
-from django.utils.html import escape
-from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_safe, require_http_methods
 
 from config.database import failure_response
@@ -30,13 +28,12 @@ from kb.content.publish import served_build
 from kb.forms import MAX_QUERY_CHARS, SearchForm, TagFilterForm, query_is_keywords  # noqa: F401 (MAX_QUERY_CHARS: kept importable from here)
 from kb.models import Alias, Case, ContentState, HarmlessLine
 from kb.search.index import IndexMissing, search as text_search, search_results
-from kb.result_view import body_with_step_versions, snapshot_view
+from kb.result_view import snapshot_view
 from kb.report_views import case_ballot, case_feedback_context, result_context
 from kb.reports.store import case_page_state
 from kb.selectors import case_tags, cases_brief, cases_listed, linked_from, related_cases, tags_by_facet
 
 SEARCH_PAGE_HITS = 20
-_HEADERLINK_RE = re.compile(r'<a class="headerlink" href="#([^"]+)" title="Link to this section"[^>]*>#</a>')
 
 
 @require_safe
@@ -249,8 +246,6 @@ def _case_context(case: Case, feedback: dict) -> dict:
     toc = _toc(case.sections) + [{"id": "references", "title": "References", "children": []}]
     if related or linked:
         toc.append({"id": "related", "title": "Related cases", "children": []})
-    titles = {s["id"]: s["title"] for s in case.sections}
-    body = _named_permalinks(str(body_with_step_versions(case.body_html, case.steps)), titles)
     context = {
         "case": case,
         "related": related,
@@ -259,7 +254,6 @@ def _case_context(case: Case, feedback: dict) -> dict:
         "toc": toc,
         # the phone's one-line summary of "Applies to": each product once, in the case file's order
         "applies_software": list(dict.fromkeys(item["software"] for item in case.applies_to)),
-        "body_html": mark_safe(body),
         "edit_url": _edit_url(case),
     }
     # "Did this fix it?" and the honest counts
@@ -278,20 +272,6 @@ def _toc(sections: list[dict]) -> list[dict]:
         elif section["level"] == 3:
             toc[-1]["children"].append({"id": section["id"], "title": section["title"]})
     return toc
-
-
-def _named_permalinks(body: str, titles: dict[str, str]) -> str:
-    """The "#" after each heading gets a name a screen reader can say: "Link to this section: Fix"."""
-
-    def named(match: re.Match) -> str:
-        anchor = match.group(1)
-        name = escape(f"Link to this section: {titles.get(anchor, anchor)}")
-        return (
-            f'<a class="headerlink" href="#{anchor}" data-section="{escape(titles.get(anchor, anchor))}">'
-            f'<span aria-hidden="true">#</span><span class="visually-hidden">{name}</span></a>'
-        )
-
-    return _HEADERLINK_RE.sub(named, body)
 
 
 def _edit_url(case: Case) -> str:

@@ -71,7 +71,7 @@ def case_file_read(path: Path, content_dir: Path) -> tuple[CaseDoc | None, list[
     slug = fm.data["slug"]
     if path.stem != slug:
         errors.append(ContentError(shown, fm.line_of(("slug",)), f"slug '{slug}' must equal the file name '{path.stem}'"))
-    body = body_render(fm.body)
+    body = body_render(fm.body, fm.data.get("steps"))
     errors += _body_check(body, fm, shown)
     if errors:
         return None, errors

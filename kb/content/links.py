@@ -3,14 +3,11 @@ is a content error, not a dead link. The one case check that asks Django (kb/con
 
 from __future__ import annotations
 
-import re
-
 from django.urls import Resolver404, resolve
 
 from kb.content.cases import CaseDoc, body_line
 from kb.content.errors import ContentError
 
-_INTERNAL_LINK_RE = re.compile(r'href="(/[^"#]*)(?:#([^"]*))?"')
 # Besides other cases, a case may link to the case lists, the search and the troubleshooter.
 _LINKABLE_VIEWS = {"kb:case_list", "kb:harmless_list", "kb:search"}
 
@@ -22,7 +19,7 @@ def case_links_check(docs: list[CaseDoc], file_slugs: set[str]) -> list[ContentE
     by_slug = {doc.slug: doc for doc in docs}
     errors: list[ContentError] = []
     for doc in docs:
-        for path, anchor in _INTERNAL_LINK_RE.findall(doc.body.html):
+        for path, _, anchor in (href.partition("#") for href in doc.body.links if href.startswith("/")):
             site_page, slug = _link_target(path)
             target = by_slug.get(slug) if slug else None
             line = body_line(doc.front_matter, "", needle=path)

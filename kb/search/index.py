@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import html
 import logging
-import re
 from dataclasses import dataclass
 from urllib.parse import urlencode
 from pathlib import Path
@@ -30,18 +29,12 @@ from kb.search.analysis import log_analyzer, query_terms, query_words, term_span
 if TYPE_CHECKING:
     from kb.content.cases import CaseDoc
     from kb.content.harmless import HarmlessDoc
+    from kb.content.rendering import RenderedBody
 
 logger = logging.getLogger(__name__)
 
 FIELD_BOOSTS = {"title": 4.0, "signatures": 3.0, "symptoms": 2.5, "summary": 2.0, "tags": 1.5, "body": 1.0}
 TEXT_FIELDS = ("title", "summary", "symptoms", "signatures", "body")
-_TAG_RE = re.compile(r"<[^>]+>")
-# A heading with an id opens a section; the permalink inside it is not part of its title.
-_SECTION_HEADING_RE = re.compile(r'<h([2-6]) id="([^"]+)"[^>]*>(.*?)</h\1>', re.S)
-_HEADERLINK_RE = re.compile(r'<a class="headerlink"[^>]*>.*?</a>', re.S)
-# Inline tags join their text to the words around them (`NCCL_<span>X</span>`); block tags separate words.
-_INLINE_TAG_RE = re.compile(r"</?(?:span|code|em|strong|a|kbd|abbr|sub|sup|del)\b[^>]*>")
-_SPACES_RE = re.compile(r"[ \t\r\f\v]*\n[\s]*|[ \t\r\f\v]{2,}")
 PASSAGE_CHARS = 240
 
 
@@ -73,32 +66,15 @@ def case_search_fields(doc: "CaseDoc") -> dict[str, str]:
         "summary": meta["summary"],
         "symptoms": "\n".join(meta["symptoms"]),
         "signatures": signature_text,
-        "body": html.unescape(_TAG_RE.sub(" ", doc.body.html)),
+        "body": doc.body.index_text,
         "tags": ",".join(f"{v}" for values in meta["tags"].values() for v in values),
     }
 
 
-def _plain_text(fragment: str) -> str:
-    text = html.unescape(_TAG_RE.sub(" ", _INLINE_TAG_RE.sub("", _HEADERLINK_RE.sub("", fragment))))
-    return _SPACES_RE.sub(lambda m: "\n" if "\n" in m.group() else " ", text).strip()
-
-
-def section_passages(body_html: str) -> list[dict]:
-    """Each section of a rendered body (every heading with an id, h2 to h6) with its own plain text, up to
-    the next heading: the h2 `#fix` holds only its introduction, `#fix-2` its step."""
-    headings = list(_SECTION_HEADING_RE.finditer(body_html))
-    out: list[dict] = []
-    for index, heading in enumerate(headings):
-        end = headings[index + 1].start() if index + 1 < len(headings) else len(body_html)
-        out.append(
-            {
-                "id": heading.group(2),
-                "level": int(heading.group(1)),
-                "title": _plain_text(heading.group(3)).rstrip("#").strip(),
-                "text": _plain_text(body_html[heading.end() : end]),
-            }
-        )
-    return out
+def section_passages(body: "RenderedBody") -> list[dict]:
+    """Each section of a case body (every heading with an id, h2 to h6) with its own plain text, up to the next
+    heading, as kb.content.rendering read them from the Markdown tree."""
+    return [{"id": s.id, "level": s.level, "title": s.title, "text": s.text} for s in body.sections]
 
 
 def harmless_search_fields(doc: "HarmlessDoc") -> dict[str, str]:
@@ -123,7 +99,7 @@ def index_write(build: Path, docs: list["CaseDoc"], harmless: list["HarmlessDoc"
         writer.add_document(
             **case_search_fields(doc),
             sections=[s.id for s in doc.body.sections],
-            passages=section_passages(doc.body.html),
+            passages=section_passages(doc.body),
             url=reverse("kb:case_detail", args=[doc.slug]),
         )
     for entry in harmless:

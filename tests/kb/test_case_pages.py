@@ -6,6 +6,9 @@ import pytest
 from django.conf import settings
 from django.core.cache import caches
 from django.core.management import call_command
+from django.utils.html import escape
+
+from diagnosis.versions import versions_text
 
 from kb.content.cases import case_files_read
 from kb.content.schema import REQUIRED_SECTIONS
@@ -180,6 +183,29 @@ def test_every_permalink_has_an_accessible_name(client):
     for inner in links:
         assert '<span aria-hidden="true">#</span>' in inner and "Link to this section: " in inner
     assert "Link to this section: 2. See where each rank is while it hangs" in page
+
+
+@pytest.mark.parametrize("slug", ALL_SLUGS)
+def test_the_case_page_prints_the_stored_body_byte_for_byte(client, slug):
+    """The body is built once, at load (kb/content/rendering.py): no view rewrites it on its way to the page."""
+    page = client.get(f"/kb/{slug}/").content.decode()
+    start = page.index('<div class="case-body">') + len('<div class="case-body">')
+    served = page[start : page.index('<h2 id="references">', start)]
+    assert served == f"\n    {Case.objects.get(slug=slug).body_html}\n    "
+
+
+def test_a_fix_step_heading_shows_the_releases_its_step_holds_for(client):
+    cases = [case for case in Case.objects.all() if any(step.get("versions") for step in case.steps)]
+    assert cases
+    for case in cases:
+        page = client.get(f"/kb/{case.slug}/").content.decode()
+        for step in case.steps:
+            heading = re.search(rf'<h3 id="{step["anchor"]}">(.*?)</h3>', page).group(1)
+            if step.get("versions"):
+                badge = f'<span class="step-versions">{escape(versions_text(step["versions"]))} only</span>'
+                assert heading.index(badge) < heading.index('<a class="headerlink"')
+            else:
+                assert "step-versions" not in heading
 
 
 def test_edit_link_appears_only_when_the_content_repository_is_set(client, settings):

@@ -230,3 +230,8 @@ def test_a_link_to_no_page_is_reported_at_its_line(tmp_path, link, message):
     errors = link_errors_for(tmp_path, f"See [there]({link}).")
     text = (tmp_path / "content" / "cases" / "test-case.md").read_text()
     assert len(errors) == 1 and errors[0].startswith(f"content/cases/test-case.md:{line_of(text, link)}: {message}")
+
+
+def test_a_link_written_as_code_is_text_not_a_link_to_check(tmp_path):
+    """Only the body's links are checked, as the Markdown tree holds them: `href="/wiki/x/"` shown as code is text."""
+    assert link_errors_for(tmp_path, 'Write it as `<a href="/wiki/other-case/">` in the wiki.') == []

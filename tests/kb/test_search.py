@@ -5,7 +5,10 @@ import re
 import pytest
 from django.conf import settings
 from django.core.cache import caches
+from whoosh import index as whoosh_index
 
+from kb.content.publish import served_build
+from kb.models import Case, ContentState
 from kb.search.analysis import query_terms
 from kb.search.index import search
 from tests.kb.html_checks import main_links
@@ -163,3 +166,13 @@ def test_a_keyword_search_page_rendered_anew_runs_at_most_two_statements(client,
     with django_assert_max_num_queries(2):
         page = client.get("/search?q=watchdog+timeout").content.decode()
     assert 'href="/kb/nccl-watchdog-timeout-triage/' in page
+
+
+def test_the_index_holds_each_case_section_as_the_case_page_lists_it():
+    """The indexer takes the sections the renderer read from the Markdown tree, not its own parse of the HTML."""
+    build = served_build(settings.SEARCH_INDEX_DIR, ContentState.loaded_revision())
+    with whoosh_index.open_dir(str(build)).searcher() as searcher:
+        for case in Case.objects.all():
+            passages = searcher.document(slug=case.slug)["passages"]
+            assert [{"id": p["id"], "title": p["title"], "level": p["level"]} for p in passages] == case.sections
+            assert not any("Link to this section" in p["title"] + p["text"] for p in passages)
