@@ -88,6 +88,15 @@ def _body_check(body: RenderedBody, fm: FrontMatter, shown: str) -> list[Content
             errors.append(
                 ContentError(shown, body_line(fm, anchor), f"'#{anchor}' is rendered from the front matter; remove this heading")
             )
+    for anchor, line in zip(body.level1_ids, _level1_lines(fm)):
+        errors.append(
+            ContentError(
+                shown,
+                line,
+                f"a level-1 heading ('{anchor}'): case bodies start at level 2; a line that begins with '#' (such as an "
+                "issue number a paragraph wrapped onto the start of a line) is read as a heading, so rewrap it",
+            )
+        )
     missing = [a for a in REQUIRED_SECTIONS if a not in level2]
     for anchor in missing:
         errors.append(ContentError(shown, fm.body_line, f"missing required section: a level-2 heading with {{#{anchor}}}"))
@@ -125,6 +134,18 @@ def _body_check(body: RenderedBody, fm: FrontMatter, shown: str) -> list[Content
                 )
             )
     return errors
+
+
+def _level1_lines(fm: FrontMatter) -> list[int]:
+    """The file lines that begin with a single '#' outside fenced code: where Markdown found level-1 headings."""
+    lines, fence = [], ""
+    for number, line in enumerate(fm.body.split("\n")):
+        stripped = line.lstrip()
+        if stripped.startswith(("```", "~~~")):
+            fence = "" if fence and stripped.startswith(fence) else fence or stripped[:3]
+        elif not fence and line.startswith("#") and not line.startswith("##"):
+            lines.append(fm.body_line + number)
+    return lines
 
 
 def body_line(fm: FrontMatter, anchor: str, needle: str | None = None) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 import re
 import xml.etree.ElementTree as etree
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import Any, NamedTuple
 
@@ -96,6 +96,9 @@ class RenderedBody:
     # The whole body as plain text with every tag a space, as the search index's body field reads it.
     index_text: str
     links: list[str]  # the target of every link in the body, in page order
+    # Level-1 headings (their ids): a case body starts at level 2, so one is a slip, often a wrapped line that begins
+    # with an issue number ("#76101)"), which Markdown reads as a heading.
+    level1_ids: list[str] = field(default_factory=list)
 
     @property
     def ids(self) -> list[str]:
@@ -136,6 +139,7 @@ def body_render(text: str, steps: list[dict[str, Any]] | None = None) -> Rendere
         duplicate_ids=duplicates,
         index_text=structure.index_text,
         links=structure.links,
+        level1_ids=structure.level1_ids,
     )
 
 
@@ -199,6 +203,7 @@ class _BodyStructure(Extension, Treeprocessor):
         self.sections: list[Section] = []
         self.index_text = ""
         self.links: list[str] = []
+        self.level1_ids: list[str] = []
 
     def extendMarkdown(self, md: markdown.Markdown) -> None:
         Treeprocessor.__init__(self, md)
@@ -227,6 +232,7 @@ class _BodyStructure(Extension, Treeprocessor):
         self.sections = [
             Section(id=h.get("id", ""), title=self.title(h), level=int(h.tag[1]), text=text.joined_text()) for h, text in found
         ]
+        self.level1_ids = [element.get("id", "") for element in root.iter("h1")]
         titles = {section.id: section.title for section in self.sections}
         badges = {step["anchor"]: versions_text(step["versions"]) for step in self.steps if step.get("versions")}
         for element in list(root.iter()):

@@ -300,9 +300,10 @@ def _where(passages: list[dict], matched: frozenset[str], summary: str) -> tuple
 
 
 def _marks(text: str, spans: list[tuple[int, int, str]]) -> tuple[str, ...]:
-    """The matched terms, longest first, without terms that a longer one already contains."""
+    """The matched terms, longest first (then alphabetical, so that every process shows the same six), without terms
+    that a longer one already contains."""
     out: list[str] = []
-    for term in sorted({t for _, _, t in spans}, key=len, reverse=True):
+    for term in sorted({t for _, _, t in spans}, key=lambda t: (-len(t), t)):
         if len(term) >= 2 and not any(term in longer for longer in out):
             out.append(term)
     return tuple(out[:6])

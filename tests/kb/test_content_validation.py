@@ -162,6 +162,26 @@ def test_references_heading_in_body_is_refused(tmp_path):
     ]
 
 
+def test_a_wrapped_line_that_begins_with_an_issue_number_is_refused_as_a_level_1_heading(tmp_path):
+    body = (
+        case_text("test-case")
+        .split("---\n", 2)[2]
+        .replace("\n## Fix {#fix}", "\nSeen in reports (pytorch #73790,\n#76101) after a driver update.\n\n## Fix {#fix}", 1)
+    )
+    text = case_text("test-case", body=body)
+    [error] = errors_for(tmp_path, text)
+    assert error.startswith(f"content/cases/test-case.md:{line_of(text, '#76101)')}: a level-1 heading")
+
+
+def test_a_hash_line_inside_a_code_block_is_no_heading(tmp_path):
+    body = (
+        case_text("test-case")
+        .split("---\n", 2)[2]
+        .replace("\n## Fix {#fix}", "\n```bash\n# the rank's stack\npy-spy dump --pid 1\n```\n\n## Fix {#fix}", 1)
+    )
+    assert errors_for(tmp_path, case_text("test-case", body=body)) == []
+
+
 def test_every_problem_in_every_file_is_reported_at_once(tmp_path):
     write_case(
         tmp_path / "content",
