@@ -17,13 +17,12 @@ Matching rules (FORMAT.md repeats them):
   the template's beginning with its required literal and at least FRAGMENT_MIN literal characters. Only the fields
   inside the fragment are captured.
 - Speed: every template has a required literal (its longest literal run; for fragments, the anchor), and one
-  Hyperscan pass per line (or per text, in `match_text`) says which literals occur; only those templates' regexes
-  run. Without hyperscan the same literals are looked for with `in`, slower but with the same answers.
+  Hyperscan pass per line says which literals occur; only those templates' regexes run. Without hyperscan the same
+  literals are looked for with `in`, slower but with the same answers.
 """
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import functools
 import hashlib
@@ -33,7 +32,7 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable
 
 import yaml
 
@@ -68,7 +67,6 @@ _CONV_RE = {
     "c": r".",
 }
 _WS = re.compile(r"\s+")
-_LINE_WS = re.compile(r"[^\S\n]+")  # whitespace runs within lines
 
 
 @dataclass(frozen=True)
@@ -520,40 +518,6 @@ class Catalogue:
             fragment,
             compiled.part,
         )
-
-    def match_text(self, text: str) -> Iterator[tuple[int, list[Hit]]]:
-        """(line number from 1, hits) for every line of a text that holds a catalogued template.
-
-        One Hyperscan pass over the whole (normalised) text finds every literal occurrence; only lines holding one
-        are matched, so a large log costs one scan plus the candidate lines."""
-        lines = text.split("\n")
-        if self._database is None:
-            for number, line in enumerate(lines, 1):
-                hits = self.match(line)
-                if hits:
-                    yield number, hits
-            return
-        # One substitution over the whole text (C speed) normalises every line as `match` does; a line longer than
-        # MAX_LINE is cut first, as `match` cuts it.
-        norms = _LINE_WS.sub(" ", text).split("\n")
-        long_lines = [i for i, line in enumerate(lines) if len(line) > MAX_LINE]
-        for i in long_lines:
-            norms[i] = _WS.sub(" ", lines[i][:MAX_LINE])
-        joined = "\n".join(norms).encode("utf-8")
-        starts = [0] + [m.end() for m in re.finditer(b"\n", joined)]
-        per_line: dict[int, set[int]] = {}
-
-        def on_match(literal_id: int, begin: int, end: int, flags: int, context: object) -> None:
-            per_line.setdefault(bisect.bisect_right(starts, end - 1) - 1, set()).add(literal_id)
-
-        self._database.scan(joined, match_event_handler=on_match)
-        for index in sorted(per_line):
-            line = lines[index][:MAX_LINE]
-            norm = norms[index]
-            offsets = _offsets(line) if norm != line else None
-            hits = self._match_norm(norm, offsets, [self._literals[i] for i in sorted(per_line[index])])
-            if hits:
-                yield index + 1, hits
 
     # -- releases --
 

@@ -23,7 +23,7 @@ from typing import Callable, Iterable, Iterator
 
 from diagnosis.reading import FileReading, FileSpans, file_spans, readings_join, source_read, spans_read
 from diagnosis.rules import Rules
-from diagnosis.scanning import ScanPlan, parallel_worker, scanning_prepare
+from diagnosis.scan.presence import ScanPlan, parallel_worker, scanning_prepare
 
 Run = tuple[int, int, FileReading]  # the units first..stop-1 of a job, read as one reading
 

@@ -24,7 +24,8 @@ from diagnosis.readers import READERS
 from diagnosis.readers.base import FileReading, Window
 from diagnosis.readers.facts import SRUN_HEAD_CHARS, srun_labelled
 from diagnosis.rules import Rules
-from diagnosis.scanning import NO_PLAN, Presence, ScanPlan, TextScanner, presence_started, scan_plan
+from diagnosis.scan.presence import NO_PLAN, Presence, ScanPlan, presence_started, scan_plan
+from diagnosis.scan.scanner import TextScanner
 from diagnosis.text import REPAIR_LIMIT, LineLocator, bytes_clean, cleaned_decode, log_clean, paste_repair
 
 EVIDENCE_PER_SIGNAL = 3
@@ -192,7 +193,7 @@ def _windows_read(
 ) -> ScanPlan:
     """Read windows one after another. The literal pass looks at them as `plan` says; without one, and with their
     `count` known (cut in advance), it may look at the later ones as the first one showed it pays
-    (scanning.scan_plan). Returns the plan it used."""
+    (scan.presence.scan_plan). Returns the plan it used."""
     base_line = 0
     for window, core_start, core, size in windows:
         if reading.bytes == 0 and size <= REPAIR_LIMIT and core == len(window) and repair:

@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from diagnosis import scanning
+from diagnosis.scan import presence as scan_presence
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 _ANSI_BYTES_RE = re.compile(_ANSI_RE.pattern.encode())
@@ -50,12 +50,12 @@ def bytes_clean(data: bytes | bytearray | mmap.mmap) -> bytes | bytearray | mmap
     if data.find(b"\r") == -1:  # most program logs: memchr for the other two beats the pass (5.6 ms on 50 MB, not 7.4)
         found = {needle for needle in ("\x1b", "\x00") if data.find(needle.encode()) != -1}
     else:
-        found = scanning.bytes_among(data, _CLEANED)
+        found = scan_presence.bytes_among(data, _CLEANED)
     cleaned = data
     crlf = "\r\n" in found
     if "\x1b" in found:
         cleaned = _ANSI_BYTES_RE.sub(b"", cleaned)
-        crlf = "\r" in found and "\r\n" in scanning.bytes_among(cleaned, ("\r\n",))  # "\r\x1b[0m\n" is one now
+        crlf = "\r" in found and "\r\n" in scan_presence.bytes_among(cleaned, ("\r\n",))  # "\r\x1b[0m\n" is one now
     if "\r" in found:
         cleaned = bytes(cleaned)
         if crlf:
@@ -279,7 +279,7 @@ def _wrap_width(lines: list[str]) -> int | None:
 class LineLocator:
     """Maps character offsets in a text to 1-based line numbers and line contents.
 
-    The one count of the text's newlines is made a chunk (scanning.CHUNK_BYTES, a megabyte) at a time and each step
+    The one count of the text's newlines is made a chunk (scan.presence.CHUNK_BYTES, a megabyte) at a time and each step
     is kept as a checkpoint; a lookup counts from the nearest offset already resolved (C speed), so any line number
     costs at most half a chunk of counting, and no table of every line is built. `chunk_newlines`: that count already
     made, chunk by chunk (the presence pass makes it without the GIL, see TextScanner.chunk_newlines).
@@ -294,7 +294,7 @@ class LineLocator:
         # sorted (offset, line number) checkpoints, one a chunk, the end last
         self._known: list[tuple[int, int]] = [(0, 1)]
         line = 1
-        step = scanning.CHUNK_BYTES
+        step = scan_presence.CHUNK_BYTES
         for index, start in enumerate(range(0, len(text), step)):
             end = min(start + step, len(text))
             line += chunk_newlines[index] if chunk_newlines is not None else text.count("\n", start, end)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # types only: the readers import this module, never the other
     from diagnosis.readers.stacks import Stack
     from diagnosis.readers.timeouts import TimeoutSeen
     from diagnosis.rules import Rules
-    from diagnosis.scanning import TextScanner
+    from diagnosis.scan.scanner import TextScanner
     from diagnosis.text import LineLocator
 
 

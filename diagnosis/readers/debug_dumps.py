@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
-from diagnosis.scanning import TextScanner
+from diagnosis.scan.scanner import TextScanner
 from diagnosis.readers.stacks import FAULTHANDLER, STACK_HEAD, Stack
 from diagnosis.readers.base import FileReading, JobParts, Window
 from diagnosis.readers.facts import facts_merge

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from diagnosis.scanning import TextScanner, required_literals
+from diagnosis.scan.literals import required_literals
+from diagnosis.scan.scanner import TextScanner
 from diagnosis.readers.stacks import Stack, stacks_extract
 from diagnosis.text import TAG_OUTPUT_PREFIX, TORCHRUN_PREFIX, LineLocator, text_clipped
 import dataclasses

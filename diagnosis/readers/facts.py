@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from diagnosis.scanning import TextScanner, required_literals
+from diagnosis.scan.literals import required_literals
+from diagnosis.scan.scanner import TextScanner
 from diagnosis.text import BRACKET_PREFIX, SRUN_LABEL, SRUN_LABEL_PREFIX, TAG_OUTPUT_PREFIX, LineLocator
 
 from diagnosis.readers.base import FileReading, JobParts, Window

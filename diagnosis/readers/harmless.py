@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from diagnosis.readers.base import FileReading, Harmless, JobParts, Window
 from diagnosis.readers.signatures import signature_hits
-from diagnosis.scanning import TextScanner
+from diagnosis.scan.scanner import TextScanner
 from diagnosis.text import LineLocator
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ import re
 from itertools import islice
 from typing import Any
 
-from diagnosis.scanning import TextScanner
+from diagnosis.scan.scanner import TextScanner
 
 INCOMPLETE = "Missing communicator data from "
 DEAD = "considered dead (unreachable via the RAS network)"

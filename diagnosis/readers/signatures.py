@@ -1,7 +1,7 @@
 """Compile the signatures from case front matter and find where they match in a log.
 
 Each pattern is matched one line at a time, but only on the lines that contain one of its required
-literals (see diagnosis.scanning), so a large log costs a few substring searches per pattern.
+literals (see diagnosis.scan), so a large log costs a few substring searches per pattern.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from diagnosis.scanning import TextScanner, required_literal_groups
+from diagnosis.scan.literals import required_literal_groups
+from diagnosis.scan.scanner import TextScanner
 import time
 from typing import Any
 

@@ -23,7 +23,8 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from diagnosis.scanning import TextScanner, required_literals
+from diagnosis.scan.literals import required_literals
+from diagnosis.scan.scanner import TextScanner
 from diagnosis.text import LineLocator
 import dataclasses
 

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from diagnosis.readers import ras
-from diagnosis.scanning import TextScanner
+from diagnosis.scan.scanner import TextScanner
 
 from diagnosis.readers.base import FileReading, JobParts, Window
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import re
 
 from diagnosis.catalogue import Catalogue, example_line, printed_in
-from diagnosis.scanning import required_literal_groups
+from diagnosis.scan.literals import required_literal_groups
 from kb.content.frontmatter import front_matter_split
 from kb.content.ranges import Problem, contains, few_releases, spec_of
 from kb.content.yamllines import YamlDocument, yaml_file_read

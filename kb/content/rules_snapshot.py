@@ -19,12 +19,12 @@ from diagnosis.catalogue import Catalogue
 from diagnosis.readers.catalogue import messages_dump, messages_load
 from diagnosis.result import Catalog
 from diagnosis.rules import Rules, rules_compile
-from diagnosis.scanning import literal_database_dump, literal_database_load, literal_groups_dump, literal_groups_load
+from diagnosis.scan.literals import literal_database_dump, literal_database_load, literal_groups_dump, literal_groups_load
 
 FORMAT = 1
-LITERALS_FILE = "literals.hs"  # the compiled literal pass of these rules (diagnosis.scanning)
+LITERALS_FILE = "literals.hs"  # the compiled literal pass of these rules (diagnosis.scan.literals)
 MESSAGES_FILE = "messages.hs"  # the message catalogue's literal database (diagnosis.catalogue)
-GROUPS_FILE = "literal_groups.json"  # the literal groups derived from the rules' patterns (diagnosis.scanning)
+GROUPS_FILE = "literal_groups.json"  # the literal groups derived from the rules' patterns (diagnosis.scan.literals)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import datetime
 import re
 from typing import Any, Callable
 
-from diagnosis.scanning import required_literals, sre_parse
+from diagnosis.scan.literals import required_literals, sre_parse
 from diagnosis.conditions import condition_problems
 from diagnosis.versions import SOFTWARE_NAMES, version_spec_valid
 from kb.content.fields import Field, duplicates_check, fields_check

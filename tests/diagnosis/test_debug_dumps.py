@@ -17,7 +17,7 @@ from diagnosis.readers.debug_dumps import LITERALS, debug_dump_rounds, debug_dum
 from diagnosis.engine import job_diagnose, log_diagnose
 from diagnosis.reading import source_read
 from diagnosis.rules import rules_compile
-from diagnosis.scanning import TextScanner
+from diagnosis.scan.scanner import TextScanner
 from diagnosis.readers.stacks import HEADER_LITERALS, stacks_extract
 from diagnosis.text import LineLocator
 from diagnosis.job_files import job_read

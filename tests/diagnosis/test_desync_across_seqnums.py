@@ -13,7 +13,7 @@ from django.conf import settings
 from tools.corpus import content_rules
 from diagnosis.engine import log_diagnose
 from diagnosis.readers.facts import fact_literals, ranks_extract
-from diagnosis.scanning import TextScanner
+from diagnosis.scan.scanner import TextScanner
 from diagnosis.text import LineLocator
 
 DESYNC = "collective-mismatch-desync"

@@ -5,9 +5,11 @@ from pathlib import Path
 import pytest
 
 from diagnosis.engine import confidence_from, log_diagnose
-from diagnosis import scanning
+from diagnosis.scan import literals as scan_literals
+from diagnosis.scan import presence as scan_presence
 from diagnosis.readers.facts import fact_literals, facts_extract, facts_with_rule_values, rank_facts, rule_values_read
-from diagnosis.scanning import TextScanner, required_literal_groups
+from diagnosis.scan.literals import required_literal_groups
+from diagnosis.scan.scanner import TextScanner
 from diagnosis.rules import rules_compile
 from diagnosis.text import LineLocator, log_decode
 
@@ -182,10 +184,10 @@ def test_required_literal_groups_cover_every_alternative():
 def test_results_are_the_same_without_the_hyperscan_prefilter(signatures, monkeypatch):
     logs = [read(name) for name in ("fsdp_rank2_behind_torch25.log", "barrier_rank0_silent_torch23.log")]
     with_prefilter = [log_diagnose([("log", data)], signatures) for data in logs]
-    monkeypatch.setattr(scanning, "hyperscan", None)
-    scanning._literal_database_compile.cache_clear()
+    monkeypatch.setattr(scan_literals, "hyperscan", None)
+    scan_literals._literal_database_compile.cache_clear()
     without = [log_diagnose([("log", data)], signatures) for data in logs]
-    scanning._literal_database_compile.cache_clear()
+    scan_literals._literal_database_compile.cache_clear()
     for a, b in zip(with_prefilter, without):
         assert [(m.slug, m.score, [e.line for e in m.evidence]) for m in a.matches] == [
             (m.slug, m.score, [e.line for e in m.evidence]) for m in b.matches
@@ -194,7 +196,7 @@ def test_results_are_the_same_without_the_hyperscan_prefilter(signatures, monkey
 
 
 def test_lines_are_found_in_every_chunk_that_holds_them_and_across_chunk_boundaries(monkeypatch):
-    monkeypatch.setattr(scanning, "CHUNK_BYTES", 64)
+    monkeypatch.setattr(scan_presence, "CHUNK_BYTES", 64)
     filler = "iteration 10 | lm loss: 2.5 |\n" * 40
     text = "host:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 8 - Init COMPLETE\n" + filler
     text += "x" * (2 * 64 - len(text) % 64 - 3) + "nranks 16\n" + filler + "last nranks 32"  # straddles a boundary
@@ -206,29 +208,29 @@ def test_lines_are_found_in_every_chunk_that_holds_them_and_across_chunk_boundar
 
 def test_a_text_scanned_in_threads_gives_the_presence_map_of_one_thread(monkeypatch):
     """Each core scans its own run of chunks; first occurrences and chunk lists must read as one pass's."""
-    monkeypatch.setattr(scanning, "CHUNK_BYTES", 64)
+    monkeypatch.setattr(scan_presence, "CHUNK_BYTES", 64)
     lines = ["iteration %d | lm loss: 2.5 |" % i for i in range(400)]
     lines[3] = "host:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 8 - Init COMPLETE"
     lines[250] = "[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE)"
     lines[399] = "last nranks 32"
     data = ("\n".join(lines) + "\n").encode()
     literals = [("nranks ", False), ("Watchdog caught", False), ("OpType=", False), ("lm loss", False), ("absent", False)]
-    monkeypatch.setattr(scanning.os, "cpu_count", lambda: 4)
-    threaded = scanning.literals_present("", literals, encoded=data)
-    monkeypatch.setattr(scanning.os, "cpu_count", lambda: 1)
-    single = scanning.literals_present("", literals, encoded=data)
-    assert len(data) // 64 >= 4 * scanning.MIN_CHUNKS_A_THREAD  # four runs of chunks, so the merge is exercised
+    monkeypatch.setattr(scan_presence.os, "cpu_count", lambda: 4)
+    threaded = scan_presence.literals_present("", literals, encoded=data)
+    monkeypatch.setattr(scan_presence.os, "cpu_count", lambda: 1)
+    single = scan_presence.literals_present("", literals, encoded=data)
+    assert len(data) // 64 >= 4 * scan_presence.MIN_CHUNKS_A_THREAD  # four runs of chunks, so the merge is exercised
     assert threaded == single
     assert threaded.first_end[("Watchdog caught", False)] == data.index(b"Watchdog caught") + len("Watchdog caught")
     assert ("absent", False) not in threaded.first_end
 
 
 def test_the_presence_pass_counts_the_line_breaks_of_each_chunk_in_every_thread(monkeypatch):
-    monkeypatch.setattr(scanning, "CHUNK_BYTES", 64)
-    monkeypatch.setattr(scanning, "BACKGROUND_SCAN_BYTES", 0)
-    monkeypatch.setattr(scanning.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(scan_presence, "CHUNK_BYTES", 64)
+    monkeypatch.setattr(scan_presence, "BACKGROUND_SCAN_BYTES", 0)
+    monkeypatch.setattr(scan_presence.os, "cpu_count", lambda: 4)
     data = "".join(f"[rank{i % 8}]: iteration {i} | lm loss: 2.5\n" if i % 3 else "\n" for i in range(300)).encode()
-    found = scanning.literals_present("", [("lm loss", False)], encoded=data)
+    found = scan_presence.literals_present("", [("lm loss", False)], encoded=data)
     assert found.newlines == [data[at : at + 64].count(b"\n") for at in range(0, len(data), 64)]
 
 
@@ -238,15 +240,15 @@ def test_a_process_forked_after_a_background_scan_can_scan_in_the_background_too
     import os
     import signal
 
-    monkeypatch.setattr(scanning, "BACKGROUND_SCAN_BYTES", 0)
+    monkeypatch.setattr(scan_presence, "BACKGROUND_SCAN_BYTES", 0)
     data = b"host:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 8 - Init COMPLETE\n" * 100
     literals = [("nranks ", False)]
-    assert scanning.presence_started(data, literals).result(timeout=10).first_end
+    assert scan_presence.presence_started(data, literals).result(timeout=10).first_end
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: report whether its own background pass finished, then leave at once
         try:
-            found = scanning.presence_started(data, literals).result(timeout=10).first_end
+            found = scan_presence.presence_started(data, literals).result(timeout=10).first_end
             os.write(write_end, b"ok" if found else b"empty")
         except BaseException:
             os.write(write_end, b"hung")
@@ -265,7 +267,7 @@ def test_a_process_forked_after_a_background_scan_can_scan_in_the_background_too
 def test_the_last_match_is_found_from_the_last_chunk_holding_its_literal(monkeypatch):
     import re
 
-    monkeypatch.setattr(scanning, "CHUNK_BYTES", 64)
+    monkeypatch.setattr(scan_presence, "CHUNK_BYTES", 64)
     text = (
         "> compiling and loading fused kernels ...\n"
         + "iteration 1 | loss 2.0\n" * 30
@@ -280,7 +282,7 @@ def test_the_last_match_is_found_from_the_last_chunk_holding_its_literal(monkeyp
 def test_crlf_is_found_with_and_without_hyperscan(monkeypatch):
     data = b"progress 10%\rprogress 50%\rdone\r\nnext line\r\n"
     assert log_decode(data) == "progress 10% progress 50% done\nnext line\n"
-    monkeypatch.setattr(scanning, "hyperscan", None)
+    monkeypatch.setattr(scan_literals, "hyperscan", None)
     assert log_decode(data) == "progress 10% progress 50% done\nnext line\n"
     assert log_decode(b"bar 10%\rbar 20%\n") == "bar 10% bar 20%\n"
 
@@ -324,7 +326,7 @@ def test_carriage_returns_colour_codes_and_nuls_are_cleaned_as_a_terminal_shows_
     from diagnosis.text import log_text
 
     if engine == "str.find":
-        monkeypatch.setattr(scanning, "hyperscan", None)
+        monkeypatch.setattr(scan_literals, "hyperscan", None)
     assert log_text(data)[0] == text
 
 

@@ -3,7 +3,7 @@
 import pytest
 
 from diagnosis.readers.events import LITERALS, first_failure
-from diagnosis.scanning import TextScanner
+from diagnosis.scan.scanner import TextScanner
 from diagnosis.text import LineLocator
 
 

@@ -21,7 +21,7 @@ from diagnosis.engine import log_diagnose
 from diagnosis.readers.events import failure_exception
 from diagnosis.readers.stacks import stacks_extract
 from diagnosis.result import Catalog
-from diagnosis.scanning import TextScanner
+from diagnosis.scan.scanner import TextScanner
 from diagnosis.text import LineLocator, paste_repair
 from diagnosis.verdict import failure_text
 

@@ -15,7 +15,7 @@ from django.conf import settings
 
 from diagnosis.engine import log_diagnose
 from diagnosis.readers.stacks import gloo_waits, stacks_extract
-from diagnosis.scanning import TextScanner
+from diagnosis.scan.scanner import TextScanner
 from diagnosis.text import LineLocator
 
 from tests.diagnosis.generated_runs import GENERATED, RELEASES, confident, run

@@ -12,7 +12,7 @@ from django.conf import settings
 
 from diagnosis.engine import CONFIDENT, log_diagnose
 from diagnosis.readers.events import LITERALS, first_failure
-from diagnosis.scanning import TextScanner
+from diagnosis.scan.scanner import TextScanner
 from diagnosis.text import LineLocator
 
 from tools.corpus import content_rules

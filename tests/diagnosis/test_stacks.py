@@ -1,6 +1,6 @@
 """Pasted stacks become innermost-first frames, whatever format printed them."""
 
-from diagnosis.scanning import TextScanner
+from diagnosis.scan.scanner import TextScanner
 from diagnosis.readers.stacks import HEADER_LITERALS, stacks_extract
 from diagnosis.text import LineLocator
 

@@ -59,10 +59,11 @@ def test_reading_in_small_windows_gives_what_a_whole_read_gives(entry, rules):
 def test_the_literal_pass_run_beside_the_decode_gives_what_it_gives_after_it(entry, rules, monkeypatch):
     """Large inputs have Hyperscan scan the cleaned bytes in a thread while they are decoded; on every fixture (broken
     UTF-8, colour codes and progress bars among them) that must read exactly as the pass over the decoded text."""
-    from diagnosis import reading, scanning
+    from diagnosis import reading
+    from diagnosis.scan import presence as scan_presence
 
     data = entry.path.read_bytes()
-    monkeypatch.setattr(scanning, "BACKGROUND_SCAN_BYTES", 0)
+    monkeypatch.setattr(scan_presence, "BACKGROUND_SCAN_BYTES", 0)
     beside = source_read(data, rules, label=None, repair=False)
     monkeypatch.setattr(reading, "presence_started", lambda *args, **kwargs: None)  # the scanner scans the text itself
     after = source_read(data, rules, label=None, repair=False)
@@ -74,18 +75,19 @@ def test_line_numbers_from_the_line_breaks_the_literal_pass_counted_are_the_text
     """A large input's line breaks are counted chunk by chunk in the Hyperscan pass's thread (numpy in a process reading
     on its own, bytes.replace in a command-line worker) and the line numbers come from those counts; on every fixture,
     in chunks of 256 bytes, they must be the text's own."""
-    from diagnosis import reading, scanning
+    from diagnosis import reading
+    from diagnosis.scan import presence as scan_presence
 
     data = entry.path.read_bytes()
-    monkeypatch.setattr(scanning, "BACKGROUND_SCAN_BYTES", 0)
-    monkeypatch.setattr(scanning, "CHUNK_BYTES", 256)
+    monkeypatch.setattr(scan_presence, "BACKGROUND_SCAN_BYTES", 0)
+    monkeypatch.setattr(scan_presence, "CHUNK_BYTES", 256)
     given = []
     original = reading.LineLocator
     monkeypatch.setattr(reading, "LineLocator", lambda *a, **kw: given.append(kw["chunk_newlines"]) or original(*a, **kw))
     counted = source_read(data, rules, label=None, repair=False)
-    monkeypatch.setattr(scanning, "_in_parallel_worker", True)
+    monkeypatch.setattr(scan_presence, "_in_parallel_worker", True)
     in_worker = source_read(data, rules, label=None, repair=False)
-    monkeypatch.setattr(scanning, "BACKGROUND_SCAN_BYTES", len(data) + 1)  # as for a small input: the text counts its own
+    monkeypatch.setattr(scan_presence, "BACKGROUND_SCAN_BYTES", len(data) + 1)  # as for a small input: the text counts its own
     own = source_read(data, rules, label=None, repair=False)
     assert given[0] is not None or not data.isascii()  # the counts were used (byte offsets are characters)
     assert given[1] == given[0]
@@ -97,16 +99,16 @@ def test_line_numbers_from_the_line_breaks_the_literal_pass_counted_are_the_text
 def test_a_command_line_worker_scans_in_its_own_thread(monkeypatch):
     """Its sibling workers fill the other cores: another scanning thread would only cost CPU (a 16 MB console window:
     8.6-9.5 ms in two threads, 7.4-7.8 in one)."""
-    from diagnosis import scanning
+    from diagnosis.scan import presence as scan_presence
 
-    monkeypatch.setattr(scanning, "_in_parallel_worker", False)
-    monkeypatch.setattr(scanning.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(scan_presence, "_in_parallel_worker", False)
+    monkeypatch.setattr(scan_presence.os, "cpu_count", lambda: 4)
     data = b"[rank0]: iteration 10/ 100 | lm loss 1.5\n" * 400_000  # 16 chunks
     threads = []
-    monkeypatch.setattr(scanning, "ThreadPoolExecutor", lambda **kw: threads.append(kw) or pytest.fail("a second thread"))
-    monkeypatch.setattr(scanning.threading, "Thread", lambda **kw: threads.append(kw) or pytest.fail("a thread"))
-    with scanning.parallel_worker():
-        found = scanning.presence_started(data, [("lm loss", False)]).result(timeout=0)
+    monkeypatch.setattr(scan_presence, "ThreadPoolExecutor", lambda **kw: threads.append(kw) or pytest.fail("a second thread"))
+    monkeypatch.setattr(scan_presence.threading, "Thread", lambda **kw: threads.append(kw) or pytest.fail("a thread"))
+    with scan_presence.parallel_worker():
+        found = scan_presence.presence_started(data, [("lm loss", False)]).result(timeout=0)
     assert found.chunks[("lm loss", False)] == list(range(16))
     assert threads == []
 
@@ -114,13 +116,13 @@ def test_a_command_line_worker_scans_in_its_own_thread(monkeypatch):
 def test_a_command_line_worker_counts_line_breaks_without_importing_numpy(monkeypatch):
     """numpy's import is start-up the command line would pay before any worker reads; its workers fill every core, so
     they count with bytes.replace (no GIL to share)."""
-    from diagnosis import scanning
+    from diagnosis.scan import presence as scan_presence
 
-    monkeypatch.setattr(scanning, "_in_parallel_worker", False)
-    monkeypatch.setattr(scanning, "_numpy_counter", lambda: pytest.fail("numpy's counter was asked for"))
-    with scanning.parallel_worker():
-        assert scanning._newline_counter() is scanning.newlines_count
-    assert scanning.newlines_count(memoryview(b"a\nb\n\nc")) == 3
+    monkeypatch.setattr(scan_presence, "_in_parallel_worker", False)
+    monkeypatch.setattr(scan_presence, "_numpy_counter", lambda: pytest.fail("numpy's counter was asked for"))
+    with scan_presence.parallel_worker():
+        assert scan_presence._newline_counter() is scan_presence.newlines_count
+    assert scan_presence.newlines_count(memoryview(b"a\nb\n\nc")) == 3
 
 
 def test_a_line_longer_than_a_window_is_read_without_losing_lines(rules):
@@ -317,13 +319,14 @@ def _worker_killed(*args):
 def _noting_reader(monkeypatch, log_file: Path, *, worker_seconds: float = 0.0):
     """parallel.source_read, noting each file read (reader's pid, label, worker settings on) in `log_file`; a forked
     worker (a pid other than this one) takes `worker_seconds` longer a file, as a core busy with other work would."""
-    from diagnosis import parallel, scanning
+    from diagnosis import parallel
+    from diagnosis.scan import presence as scan_presence
 
     command, original = os.getpid(), parallel.source_read
 
     def noted(path, *args, **kwargs):
         with log_file.open("a") as handle:
-            handle.write(f"{os.getpid()} {kwargs['label']} {scanning._in_parallel_worker}\n")
+            handle.write(f"{os.getpid()} {kwargs['label']} {scan_presence._in_parallel_worker}\n")
         if os.getpid() != command:
             time.sleep(worker_seconds)
         return original(path, *args, **kwargs)
@@ -352,7 +355,7 @@ def _worker_claims_first(monkeypatch, flag: Path):
 def test_the_command_reads_a_share_itself_from_the_end_as_a_worker_would(rules, tmp_path, monkeypatch):
     """Its core would otherwise wait for the workers: of six files on two cores, the worker claims from the first
     and the command from the last, each file once, with the workers' settings only meanwhile."""
-    from diagnosis import scanning
+    from diagnosis.scan import presence as scan_presence
     from diagnosis.engine import log_diagnose
 
     paths = _job_files(tmp_path, 6)
@@ -367,7 +370,7 @@ def test_the_command_reads_a_share_itself_from_the_end_as_a_worker_would(rules, 
     assert mine and theirs and sorted(mine + theirs) == list(range(6))
     assert max(theirs) < min(mine), "the worker's files come first, the command's last"
     assert all(flag == "True" for _, _, flag in readers)
-    assert scanning._in_parallel_worker is False  # the command reads as before afterwards
+    assert scan_presence._in_parallel_worker is False  # the command reads as before afterwards
 
 
 def test_a_worker_slowed_by_other_work_leaves_the_rest_of_the_job_to_the_command(rules, tmp_path, monkeypatch):
@@ -465,12 +468,12 @@ def test_a_job_read_on_every_core_past_its_deadline_is_partial_and_never_joins_a
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=[e.id for e in ENTRIES])
 def test_a_runs_later_windows_scanned_by_a_plan_read_as_the_whole_file(entry, rules, tmp_path, monkeypatch):
-    """The pass may look at a run's later windows by a plan (scanning.scan_plan): literals taken as present, others
+    """The pass may look at a run's later windows by a plan (scan.presence.scan_plan): literals taken as present, others
     looked for by a prefix. Both only send searches where a literal may not be. On every fixture, in windows of 2 KB
     whose later ones take every literal the first one found as present and look for every other by its first two
     characters (far more than scan_plan ever gives), the reading is the whole read's."""
     from diagnosis import reading
-    from diagnosis.scanning import NO_PLAN, ScanPlan
+    from diagnosis.scan.presence import NO_PLAN, ScanPlan
 
     monkeypatch.setattr(reading, "REPAIR_LIMIT", 0)  # read from the mapping, as a large log is
     path = tmp_path / "job.log"
@@ -496,7 +499,7 @@ def test_a_runs_later_windows_scanned_by_a_plan_read_as_the_whole_file(entry, ru
 
 
 def _presence_of(literals: dict[str, list[int]], chunk_count: int):
-    from diagnosis.scanning import Presence
+    from diagnosis.scan.presence import Presence
 
     return Presence(
         first_end={(text, False): 1 for text in literals},
@@ -510,7 +513,7 @@ MEGATRON_LINE = b"[rank3]: iteration 10/ 100 | consumed samples: 640 | elapsed t
 
 def test_the_pass_leaves_out_literals_on_every_line_when_the_windows_left_repay_the_compile():
     """A Megatron log: a rank prefix and the progress line's words in every chunk, on every line."""
-    from diagnosis.scanning import NO_PLAN, scan_plan
+    from diagnosis.scan.presence import NO_PLAN, scan_plan
 
     window = MEGATRON_LINE * 100_000
     presence = _presence_of({"[rank3]:": [0, 1, 2], " | consumed samples:": [0, 1, 2], "Watchdog caught": [1]}, 3)
@@ -521,7 +524,7 @@ def test_the_pass_leaves_out_literals_on_every_line_when_the_windows_left_repay_
 
 def test_the_pass_keeps_literals_in_every_chunk_that_are_too_rare_to_repay_the_compile():
     """A torchrun console log: a loss line now and then among progress bars, in every chunk but seldom."""
-    from diagnosis.scanning import NO_PLAN, scan_plan
+    from diagnosis.scan.presence import NO_PLAN, scan_plan
 
     window = (b"Map:  45%|####5     | 4500/10000 [00:01<00:02, 3000.00 examples/s]\r" * 200 + b"{'loss': 1.2}\n") * 1200
     presence = _presence_of({"{'loss': ": [0, 1, 2]}, 3)
@@ -532,7 +535,7 @@ def test_a_literal_ending_in_words_on_every_line_is_looked_for_by_a_prefix_that_
     """Megatron says 'iteration' twice a line: Hyperscan would stop at each to check 'validation loss at iteration '.
     Its longest prefix whose last bytes the log lacks is looked for instead; a literal ending in rare bytes keeps its
     whole text."""
-    from diagnosis.scanning import scan_plan
+    from diagnosis.scan.presence import scan_plan
 
     window = MEGATRON_LINE * 100_000
     presence = _presence_of({"[rank3]:": [0, 1, 2]}, 3)
@@ -545,7 +548,8 @@ def test_a_literal_looked_for_by_a_prefix_is_present_only_where_the_text_holds_i
     """The pass's map says where the prefix ends: the scanner confirms the literal itself before calling it present."""
     from concurrent.futures import Future
 
-    from diagnosis.scanning import ScanPlan, TextScanner, literals_present
+    from diagnosis.scan.presence import ScanPlan, literals_present
+    from diagnosis.scan.scanner import TextScanner
 
     text = "[rank0]: validation loss at itemised step\n" * 4
     literals = [("validation loss at iteration ", False), ("[rank0]:", False)]

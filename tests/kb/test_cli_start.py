@@ -111,68 +111,69 @@ def test_a_build_published_before_the_snapshot_existed_is_built_again(settings, 
 
 def test_the_build_holds_the_compiled_literal_pass_and_a_start_uses_it_instead_of_compiling(monkeypatch):
     from kb.content.rules_snapshot import LITERALS_FILE, rules_snapshot_read
-    from diagnosis import scanning
+    from diagnosis.scan import literals as scan_literals
+    from diagnosis.scan import presence as scan_presence
 
     assert (current_build(settings.SEARCH_INDEX_DIR) / LITERALS_FILE).is_file()
-    scanning._LOADED.clear()
-    monkeypatch.setattr(scanning, "_literal_database_compile", lambda literals: pytest.fail("compiled at start-up"))
+    scan_literals._LOADED.clear()
+    monkeypatch.setattr(scan_literals, "_literal_database_compile", lambda *args: pytest.fail("compiled at start-up"))
     rules = rules_snapshot_read(settings.SEARCH_INDEX_DIR).rules
     line = "[rank3]:[E ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught collective operation timeout\n"
-    found = scanning.literals_present(line, rules.literals)
+    found = scan_presence.literals_present(line, rules.literals)
     assert ("Watchdog caught collective operation timeout", False) in found.first_end
 
 
 def test_a_literal_pass_compiled_from_other_literals_is_not_used():
-    from diagnosis import scanning
+    from diagnosis.scan import literals as scan_literals
 
-    dumped = scanning.literal_database_dump([("Watchdog caught", False), ("NCCL WARN", False)])
-    assert not scanning.literal_database_load([("Watchdog caught", False)], dumped)
-    assert scanning.literal_database_load([("NCCL WARN", False), ("Watchdog caught", False)], dumped)
+    dumped = scan_literals.literal_database_dump([("Watchdog caught", False), ("NCCL WARN", False)])
+    assert not scan_literals.literal_database_load([("Watchdog caught", False)], dumped)
+    assert scan_literals.literal_database_load([("NCCL WARN", False), ("Watchdog caught", False)], dumped)
 
 
 def test_a_build_published_without_the_literal_pass_gets_it_at_the_first_start():
     """A build published by an older release: the first start compiles and leaves it; the next loads it."""
     from kb.content.rules_snapshot import LITERALS_FILE, rules_snapshot_read
-    from diagnosis import scanning
+    from diagnosis.scan import literals as scan_literals
 
     stored = current_build(settings.SEARCH_INDEX_DIR) / LITERALS_FILE
     stored.unlink()
     rules = rules_snapshot_read(settings.SEARCH_INDEX_DIR).rules
-    assert scanning.literal_database_load(rules.literals, stored.read_bytes())
+    assert scan_literals.literal_database_load(rules.literals, stored.read_bytes())
     assert [p.name for p in stored.parent.iterdir() if p.name.startswith(LITERALS_FILE)] == [LITERALS_FILE]
 
 
 def test_a_start_takes_the_literal_groups_of_the_rules_patterns_from_the_build_instead_of_deriving_them(monkeypatch):
     from kb.content.rules_snapshot import GROUPS_FILE, rules_snapshot_read
-    from diagnosis import scanning
+    from diagnosis.scan import literals as scan_literals
 
     assert (current_build(settings.SEARCH_INDEX_DIR) / GROUPS_FILE).is_file()
-    before = dict(scanning._GROUPS)
-    scanning._GROUPS.clear()
-    monkeypatch.setattr(scanning, "_literal_groups_derive", lambda pattern, ignorecase: pytest.fail(f"derived {pattern!r}"))
+    before = dict(scan_literals._GROUPS)
+    scan_literals._GROUPS.clear()
+    monkeypatch.setattr(scan_literals, "_literal_groups_derive", lambda pattern, ignorecase: pytest.fail(f"derived {pattern!r}"))
     rules = rules_snapshot_read(settings.SEARCH_INDEX_DIR).rules
     assert all(sig.guards == before[(sig.pattern, sig.ignorecase)] for sig in rules.signatures)
 
 
 def test_literal_groups_derived_by_other_code_are_not_taken():
     """Another release of the deriver (or of Python's regex parser) may derive other groups from the same pattern."""
-    from diagnosis import scanning
+    from diagnosis.scan import literals as scan_literals
 
-    dumped = json.loads(scanning.literal_groups_dump())
-    assert scanning.literal_groups_load(json.dumps(dumped).encode())
+    dumped = json.loads(scan_literals.literal_groups_dump())
+    assert scan_literals.literal_groups_load(json.dumps(dumped).encode())
     dumped["deriver"] = "0" * 64
-    assert not scanning.literal_groups_load(json.dumps(dumped).encode())
-    assert not scanning.literal_groups_load(b"not json")
+    assert not scan_literals.literal_groups_load(json.dumps(dumped).encode())
+    assert not scan_literals.literal_groups_load(b"not json")
 
 
 def test_a_build_published_without_the_literal_groups_gets_them_at_the_first_start():
     from kb.content.rules_snapshot import GROUPS_FILE, rules_snapshot_read
-    from diagnosis import scanning
+    from diagnosis.scan import literals as scan_literals
 
     stored = current_build(settings.SEARCH_INDEX_DIR) / GROUPS_FILE
     stored.unlink()
     rules_snapshot_read(settings.SEARCH_INDEX_DIR)
-    assert scanning.literal_groups_load(stored.read_bytes())
+    assert scan_literals.literal_groups_load(stored.read_bytes())
     assert [p.name for p in stored.parent.iterdir() if p.name.startswith(GROUPS_FILE)] == [GROUPS_FILE]
 
 

@@ -20,7 +20,8 @@ from kb.content.schema import case_front_matter_check, example_text
 from diagnosis.engine import log_diagnose
 from diagnosis.readers import events, facts
 from diagnosis.rules import rules_compile
-from diagnosis.scanning import MAX_LINE_SCAN, required_literal_groups
+from diagnosis.scan.literals import required_literal_groups
+from diagnosis.scan.scanner import MAX_LINE_SCAN
 from kb.search.analysis import query_terms
 
 pytestmark = pytest.mark.slow  # over a few seconds in all: make test runs it, make check does not

@@ -1,6 +1,6 @@
 """Shell output pasted as evidence becomes facts a case can ask about."""
 
-from diagnosis.scanning import TextScanner
+from diagnosis.scan.scanner import TextScanner
 from diagnosis.readers.tools import LITERALS, tool_facts
 
 
