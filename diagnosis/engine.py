@@ -116,7 +116,7 @@ def log_diagnose(
     else:
         readings, unread = [], []
         for (_, data), label in zip(sources, labels):
-            if deadline is not None and time.perf_counter() > deadline:
+            if readings and deadline is not None and time.perf_counter() > deadline:
                 unread.append(FileReading(partial=True, label=label))  # the budget went on the files before it
                 readings.append(unread[-1])
             else:

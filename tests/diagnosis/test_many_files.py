@@ -49,7 +49,7 @@ def _contract_rules():
 
 def test_the_signature_index_keeps_exactly_the_signatures_that_can_match():
     from diagnosis.readers.signatures import SignatureIndex
-    from diagnosis.scanning import TextScanner
+    from diagnosis.scan.scanner import TextScanner
 
     rules = _contract_rules()
     index = SignatureIndex.build(rules.signatures)
