@@ -81,7 +81,7 @@ def nginx_render(
     var: Path,
     socket: Path,
     max_body_bytes: int,
-    max_log_text: str,
+    too_large_text: str,
     rate: str,
     burst: int,
     rate_exempt: list[str],
@@ -95,7 +95,7 @@ def nginx_render(
         "host": host,
         "port": str(port),
         "max_body_bytes": str(max_body_bytes),
-        "max_log_text": max_log_text,
+        "too_large_text": too_large_text.replace("\\", "\\\\").replace('"', '\\"'),
         "rate": rate,
         "burst": str(burst),
         "rate_exempt": "\n".join(f"        {address} 1;" for address in rate_exempt),
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     from django.conf import settings
 
     from config.guards import MULTIPART_MARGIN_BYTES
-    from diagnosis.job_files import size_text
+    from kb.log_input import LogTooLarge
 
     nginx = nginx_binary()
     if nginx is None:
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
             var=var,
             socket=socket,
             max_body_bytes=max_body,
-            max_log_text=size_text(settings.KB_MAX_LOG_BYTES),
+            too_large_text=LogTooLarge(settings.KB_MAX_LOG_BYTES).help_text(),
             rate=options.rate,
             burst=options.burst,
             rate_exempt=[a.strip() for a in options.rate_exempt.split(",") if a.strip()],

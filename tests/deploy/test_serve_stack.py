@@ -12,6 +12,7 @@ import time
 import pytest
 
 from config.serve import nginx_render, workers_plan
+from kb.log_input import LogTooLarge
 from tests.deploy.serving import BURST, MAX_LOG_BYTES, connection, request
 
 
@@ -62,7 +63,29 @@ def test_an_oversize_content_length_gets_413_from_the_proxy_before_the_body(stac
     finally:
         client.close()
     assert status == 413
-    assert "larger than this site accepts (1 MB)" in body and "diagnose on the command line" in body
+    assert body == LogTooLarge(MAX_LOG_BYTES).help_text() + "\n"  # the app's own wording, from the proxy
+
+
+@pytest.mark.proxy
+def test_a_body_nginx_cannot_spool_to_disk_gets_a_503_that_says_why(stack):
+    """Turn 3: with client_body_temp_path full, nginx answered a bare 500. nginx keeps a body of up to 1.25 times
+    client_body_buffer_size in memory when its length is declared, so a chunked body past 1 MB is what it spools;
+    a folder its workers may not write to fails that write as a full disk does."""
+    spool = stack.logs.parent / "nginx" / "client_body"
+    mode = spool.stat().st_mode & 0o777
+    spool.chmod(0o555)
+    client = connection(stack.port, "127.0.0.6")
+    try:
+        chunks = iter([b"NCCL WARN x\n" * 5000] * 20)  # 1.2 MB
+        client.request("POST", "/api/diagnose", body=chunks, headers={"Content-Type": "text/plain"}, encode_chunked=True)
+        response = client.getresponse()
+        status, body = response.status, response.read()
+    finally:
+        client.close()
+        spool.chmod(mode)
+    assert status == 503
+    assert b"temporary storage may be full" in body and b"python manage.py diagnose" in body
+    assert request(stack.port, "GET", "/kb/", source="127.0.0.6")[0] == 200
 
 
 @pytest.mark.proxy
@@ -160,7 +183,7 @@ def test_nginx_waits_to_hand_a_body_to_a_busy_worker_as_long_as_it_waits_for_an_
         var=tmp_path,
         socket=tmp_path / "gunicorn.sock",
         max_body_bytes=MAX_LOG_BYTES,
-        max_log_text="1 MB",
+        too_large_text="The log is larger than the limit of 1 MB.",
         rate="10r/m",
         burst=BURST,
         rate_exempt=[],
