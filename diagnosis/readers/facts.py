@@ -115,6 +115,14 @@ LAUNCHERS = _table(
     )
 )
 
+# Where the ranks run, as a paste shows it: the command it was fetched or started with. The first one found is reported.
+CONTAINERS = _table(
+    (
+        ("kubernetes", r"\bkubectl\b|\bPyTorchJob\b|\bkubeflow\b"),
+        ("docker", r"\b(?:docker|podman) (?:run|exec)\b"),
+    )
+)
+
 FRAMEWORKS = _table(
     (
         ("megatron-lm", r"[Mm]egatron|pretrain_gpt\.py"),
@@ -299,7 +307,16 @@ class RankState:
 @functools.cache
 def fact_literals() -> frozenset[tuple[str, bool]]:
     """Every literal the fact rules look for, so a scanner can check them all in one pass."""
-    patterns = FACT_RULES + LAUNCHERS + FRAMEWORKS + PARALLELISM + STAGES + STAGES_DONE + tuple(p for _, _, p in VERSION_WORDING)
+    patterns = (
+        FACT_RULES
+        + LAUNCHERS
+        + CONTAINERS
+        + FRAMEWORKS
+        + PARALLELISM
+        + STAGES
+        + STAGES_DONE
+        + tuple(p for _, _, p in VERSION_WORDING)
+    )
     found = {(lit, False) for p in patterns for lit in p.literals}
     extra = (
         WATCHDOG_LITERALS
@@ -334,6 +351,9 @@ def facts_extract(
     if launchers:
         facts["launcher"] = launchers[0]
         facts["launchers"] = launchers
+    containers = _first_offsets(scanner, CONTAINERS)
+    if containers:
+        facts["container"] = containers[0]
     frameworks = [p.name for p in FRAMEWORKS if next(p.matches(scanner), None)]
     if frameworks:
         facts["frameworks"] = frameworks
