@@ -74,3 +74,19 @@ def test_only_the_rank_the_groups_call_odd_has_its_lines_shown_as_the_odd_one_ou
     rows = evidence_rows(diagnosis, rules, SourceText.decoded([("pasted", text)]))
     odd_rows = {row["rank"] for shown, _ in rows.values() for row in shown if row["odd"]}
     assert odd_rows == {0}
+
+
+@pytest.mark.parametrize("name", DAMAGE)
+def test_every_line_number_shown_is_the_line_its_text_begins_on(rules, name):
+    """A joined line is shown whole: its number is the paste's line where it begins, not where a match inside it does,
+    so the rank table, the timeouts and the evidence name one line for one message."""
+    text = damaged(name)
+    pasted = text.split("\n")
+    diagnosis = log_diagnose([("pasted", text)], rules)
+    shown = [(e.line, e.text) for m in diagnosis.matches for e in m.evidence]
+    if diagnosis.timeouts:  # a cut paste may have lost what the limit was
+        shown.append((diagnosis.timeouts["first"]["line"], diagnosis.timeouts["first"]["text"]))
+    for line, words in shown:
+        assert words.strip().startswith(pasted[line - 1].strip()[:20]), (line, words[:60])
+    for row in diagnosis.verdict.table:
+        assert f"[Rank {row['rank']}]" in pasted[row["line"] - 1]
