@@ -128,12 +128,13 @@ _WATCHDOG_PHRASES = (
     # the glog header's source line, and on to the prefix: "ProcessGroupNCCL.cpp:616] [Rank 3]"
     rf"ProcessGroupNCCL\.cpp:\d+\]{_S}(?=\[(?:PG|Rank))",
     # "[Rank 3] Watchdog", "[PG ID 0 PG GUID 0(default_pg) Rank 3] Timeout": the prefix, and on to its message
-    rf"\[(?:PG(?:{_S}[^\]\s]{{1,40}}){{1,8}}?{_S})?Rank{_S}\d+\]{_S}(?=[A-Z])",
+    rf"\[(?:PG(?:{_S}[^\]\s]{{1,40}}){{1,8}}?{_S})?Rank{_S}\d+\](?:{_S}(?=[A-Z]|failure))?",
     rf"Watchdog{_S}caught{_S}collective{_S}operation{_S}timeout:{_S}WorkNCCL\(",
     rf"(?:Process{_S}group|NCCL){_S}watchdog{_S}thread{_S}terminated{_S}with{_S}exception:{_S}(?=\[)",
     rf"(?:Timeout{_S}at{_S}NCCL|Exception{_S}\(either{_S}an{_S}error{_S}or{_S}timeout\){_S}detected{_S}by{_S}watchdog{_S}at"
     rf"|NCCL{_S}error{_S}is{_S}detected{_S}by{_S}watchdog{_S}at|failure{_S}detected{_S}by{_S}watchdog{_S}at{_S}work{_S}sequence)"
-    rf"{_S}(?:work|id):{_S}\d+(?:,?{_S}(?=last|PG status:))?",
+    rf"{_S}(?:work|id):{_S}\d+(?:,?{_S}(?=last|PG{_S}status:))?",
+    rf"PG{_S}status:{_S}(?=last)",
     rf"last{_S}(?:enqueued|completed){_S}(?:NCCL{_S})?work:{_S}-?\d+(?:,{_S}(?=last))?",
     rf"ran{_S}for{_S}\d+{_S}milliseconds{_S}before{_S}timing{_S}out",
 )
@@ -144,17 +145,22 @@ _WORD_WRAP_HEADS = ("Watchdog", "watchdog", "NCCL work", "work:")
 _PHRASE_WORDS = frozenset(
     "[PG PG ID GUID Rank [Rank Watchdog caught collective operation timeout: Process group NCCL watchdog thread "
     "terminated with exception: Timeout at Exception (either an error or timeout) detected by is failure work sequence "
-    "id: last enqueued completed work: ran for milliseconds before timing".split()
+    "id: status: last enqueued completed work: ran for milliseconds before timing".split()
 )
 
 
+_ENDS_NO_PHRASE = frozenset(". \t'\"")  # how most lines end: a sentence, a quote, trailing space
+
+
 def _phrase_word(word: str) -> bool:
-    return (
-        word in _PHRASE_WORDS
-        or word.rstrip(",]").lstrip("-").isdigit()
-        or (word[:1] in "0123456789(" and word.endswith(")"))
-        or word.startswith("ProcessGroupNCCL.cpp:")
-    )
+    if word in _PHRASE_WORDS:
+        return True
+    end = word[-1:]
+    if end == ")":
+        return word[:1] in "0123456789("
+    if end == "]" and word.startswith("ProcessGroupNCCL.cpp:"):
+        return True
+    return (end.isdigit() or end in ",]") and word.rstrip(",]").lstrip("-").isdigit()
 
 
 def _word_wrapped(text: str, lines: list[str]) -> set[int]:
@@ -164,12 +170,15 @@ def _word_wrapped(text: str, lines: list[str]) -> set[int]:
     broken: set[int] = set()
     for index in range(len(lines) - 1):
         line = lines[index]
-        if not line or not _phrase_word(line[line.rfind(" ") + 1 :]):
+        if not line or line[-1] in _ENDS_NO_PHRASE or not _phrase_word(line[line.rfind(" ") + 1 :]):
             continue
-        # a phrase longer than a narrow wrap's width runs over the line after next as well
-        head = line[-200:]
-        window = "\n".join((head, lines[index + 1][:200], lines[index + 2][:200] if index + 2 < len(lines) else ""))
-        if any(m.start() < len(head) < m.end() for m in _WATCHDOG_PHRASE_RE.finditer(window)):
+        # a phrase longer than a narrow wrap's width runs over three lines: from the line before to the line after next
+        before = lines[index - 1][-200:] if index else ""
+        window = "\n".join(
+            (before, line[-200:], lines[index + 1][:200], lines[index + 2][:200] if index + 2 < len(lines) else "")
+        )
+        at = len(before) + 1 + min(len(line), 200)  # this line's break
+        if any(m.start() < at < m.end() for m in _WATCHDOG_PHRASE_RE.finditer(window)):
             broken.add(index)
     return broken
 
@@ -251,18 +260,27 @@ def paste_repair(text: str) -> Repaired:
         current = pending + (line.lstrip(" \t") if strip else line)
         last = index == len(lines) - 1
         strip = split and not last and len(current) < 4000 and _watchdog_part(lines[index + 1], current)
-        wrapped = not strip and width is not None and len(line) == width and not last and _continues(line, lines[index + 1])
+        # a break inside a watchdog phrase replaced its space, even where the line is of the widest length
+        word = not strip and index in worded and len(current) < 4000
+        wrapped = (
+            not strip
+            and not word
+            and width is not None
+            and len(line) == width
+            and not last
+            and _continues(line, lines[index + 1])
+        )
         # a record still open where the next line starts a line of its own was cut at the right edge, not wrapped
         open_record = (
             not strip
             and not wrapped
+            and not word
             and _RECORD in current
             and _record_open(current)
             and len(current) < 4000
             and not last
             and _LINE_START_RE.match(lines[index + 1]) is None
         )
-        word = not strip and not wrapped and not open_record and index in worded and len(current) < 4000
         if not last and (strip or wrapped or open_record or word):
             # A word wrap eats the space after a field separator; a terminal wrap cuts anywhere and keeps it.
             nxt = lines[index + 1]

@@ -16,7 +16,8 @@ from diagnosis.engine import log_diagnose
 from diagnosis.evidence import SourceText, evidence_rows
 from tools.corpus import content_rules
 
-LOG = (Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "desync_rank0_broadcast_3ranks_torch25.log").read_text()
+LOG_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
+LOG = (LOG_DIR / "desync_rank0_broadcast_3ranks_torch25.log").read_text()
 
 
 def chat(width: int):
@@ -90,3 +91,16 @@ def test_every_line_number_shown_is_the_line_its_text_begins_on(rules, name):
         assert words.strip().startswith(pasted[line - 1].strip()[:20]), (line, words[:60])
     for row in diagnosis.verdict.table:
         assert f"[Rank {row['rank']}]" in pasted[row["line"] - 1]
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_a_newer_release_s_desync_chat_wrapped_at_words_is_still_a_desync(rules, width):
+    """PyTorch 2.6 (tests/fixtures/logs/corpus/audit-a): rank 2 in BROADCAST, ranks 0, 1 and 3 in ALLREDUCE at SeqNum
+    7713. Wrapped at 80 columns, "Watchdog" ended lines of exactly the widest length and was glued to "caught"."""
+    lines = (LOG_DIR / "corpus" / "audit-a" / "ds-watchdog-disagree-torch26.log").read_text().split("\n")
+    diagnosis = log_diagnose([("pasted", "\n".join(chat(width)(lines)))], rules)
+    assert diagnosis.facts["ranks_disagree"] is True
+    assert [(g["ranks"], g["where"].split(",")[0]) for g in diagnosis.rank_groups["groups"]] == [
+        ([0, 1, 3], "ALLREDUCE #7713"),
+        ([2], "BROADCAST #7713"),
+    ]

@@ -130,6 +130,24 @@ def test_a_paste_wrapped_at_words_is_not_glued_where_a_line_fills_the_width(widt
     assert set(paste_repair("\n".join(wrapped)).text.split()) <= set(" ".join(lines).split())
 
 
+# PyTorch 2.14's pair (ProcessGroupNCCL.cpp:685 and :2241; the second with two spaces after its prefix), as printed
+PRINTED_2_14 = [
+    "[rank0]:[E1121 04:12:40.686963977 ProcessGroupNCCL.cpp:685] [PG ID 0 PG GUID 0(default_pg) Rank 0] Watchdog caught "
+    "collective operation timeout: WorkNCCL(SeqNum=1214, OpType=ALLREDUCE, NumelIn=33554432, NumelOut=33554432, "
+    "Timeout(ms)=600000) ran for 600077 milliseconds before timing out.",
+    "[rank0]:[E1121 04:12:40.686963977 ProcessGroupNCCL.cpp:2241] [PG ID 0 PG GUID 0(default_pg) Rank 0]  failure detected "
+    "by watchdog at work sequence id: 1214 PG status: last enqueued work: 1214, last completed work: 1213",
+]
+
+
+@pytest.mark.parametrize("width", [72, 80, 100])
+def test_newer_watchdog_lines_a_chat_wrapped_at_words_are_read_as_printed(width):
+    """Where a wrap falls on the second line's double space it eats both: that break comes back as one space."""
+    wrapped = [part for line in PRINTED_2_14 for part in textwrap.wrap(line, width)]
+    repaired = paste_repair("\n".join(wrapped)).text.split("\n")
+    assert [line.split() for line in repaired] == [line.split() for line in PRINTED_2_14]
+
+
 def test_a_record_cut_at_the_right_edge_is_not_joined_to_the_line_after_it():
     """A terminal view that does not wrap cuts long lines: an open WorkNCCL( record followed by a line of its own was
     cut, not wrapped."""
