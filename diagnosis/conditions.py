@@ -58,6 +58,11 @@ FACTS: dict[str, tuple[str, str]] = {
     "stages_done": ("strs", "stages whose completion marker was printed"),
     "launcher": ("str", "the outermost launcher found: srun, mpirun, deepspeed, accelerate, torchrun"),
     "launchers": ("strs", "every launcher found"),
+    "container": (
+        "str",
+        "where the ranks run, by the command the paste shows: kubernetes (kubectl, a PyTorchJob, Kubeflow) or docker "
+        "(docker or podman run or exec)",
+    ),
     "frameworks": ("strs", "frameworks the log shows, e.g. megatron-lm, transformer-engine, pytorch-fsdp"),
     "parallelism": (
         "strs",
@@ -109,7 +114,11 @@ FACTS: dict[str, tuple[str, str]] = {
     "shm_size_mb": ("int", "size of /dev/shm in a pasted df line, in MiB"),
     "gpu_links": ("strs", "link kinds in a pasted nvidia-smi topo -m matrix: NV, PIX, PXB, PHB, NODE, SYS"),
     "ib_port_state": ("strs", "port states in a pasted ibv_devinfo: PORT_ACTIVE, PORT_DOWN, PORT_INIT"),
-    "link_layer": ("strs", "link layers in a pasted ibv_devinfo: InfiniBand, Ethernet"),
+    "link_layer": (
+        "strs",
+        "link layers in a pasted ibv_devinfo (InfiniBand, Ethernet), or of the device NCCL's NET/IB line names first (IB, "
+        "RoCE) where a case reads it",
+    ),
     "build_lock": ("str", "a zero-byte lock in a pasted ls -la of a build directory: stale (older than the sources) or fresh"),
     "stack_collectives": ("strs", "torch.distributed collectives the pasted stacks wait in (all_reduce, broadcast, ...)"),
     "fr_missing_ranks": ("ints", "Flight Recorder: ranks that never issued the collective the others wait in"),
@@ -134,6 +143,7 @@ FACT_LABELS = {
     "world_size": "World size",
     "stage": "Last stage reached",
     "launcher": "Launcher",
+    "container": "Where the ranks run",
     "frameworks": "Frameworks",
     "parallelism": "Model-parallel layouts",
     "torch_version": "PyTorch",

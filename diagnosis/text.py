@@ -119,6 +119,70 @@ def _watchdog_part(line: str, before: str) -> bool:
     return _WATCHDOG_PART_RE.match(line) is not None and any(head in before for head in _WATCHDOG_HEADS)
 
 
+# A watchdog message a chat or a terminal wrapped at a word: a line break stands where PyTorch printed one space, inside
+# one of the phrases the rank reader (readers/facts.py: WATCHDOG_RE, PROGRESS_RE) reads a rank's place from. Such a
+# break goes back to the space it replaced. Wrapped anywhere else, a line is left alone: a line that merely ends near the
+# widest length is as often a line of its own (a progress bar, a launcher's banner) as the head of a wrapped one.
+_S = r"[ \n]"  # a space of the printed message, or the line break a word wrap put in its place
+_WATCHDOG_PHRASES = (
+    # the glog header's source line, and on to the prefix: "ProcessGroupNCCL.cpp:616] [Rank 3]"
+    rf"ProcessGroupNCCL\.cpp:\d+\]{_S}(?=\[(?:PG|Rank))",
+    # "[Rank 3] Watchdog", "[PG ID 0 PG GUID 0(default_pg) Rank 3] Timeout": the prefix, and on to its message
+    rf"\[(?:PG(?:{_S}[^\]\s]{{1,40}}){{1,8}}?{_S})?Rank{_S}\d+\](?:{_S}(?=[A-Z]|failure))?",
+    rf"Watchdog{_S}caught{_S}collective{_S}operation{_S}timeout:{_S}WorkNCCL\(",
+    rf"(?:Process{_S}group|NCCL){_S}watchdog{_S}thread{_S}terminated{_S}with{_S}exception:{_S}(?=\[)",
+    rf"(?:Timeout{_S}at{_S}NCCL|Exception{_S}\(either{_S}an{_S}error{_S}or{_S}timeout\){_S}detected{_S}by{_S}watchdog{_S}at"
+    rf"|NCCL{_S}error{_S}is{_S}detected{_S}by{_S}watchdog{_S}at|failure{_S}detected{_S}by{_S}watchdog{_S}at{_S}work{_S}sequence)"
+    rf"{_S}(?:work|id):{_S}\d+(?:,?{_S}(?=last|PG{_S}status:))?",
+    rf"PG{_S}status:{_S}(?=last)",
+    rf"last{_S}(?:enqueued|completed){_S}(?:NCCL{_S})?work:{_S}-?\d+(?:,{_S}(?=last))?",
+    rf"ran{_S}for{_S}\d+{_S}milliseconds{_S}before{_S}timing{_S}out",
+)
+_WATCHDOG_PHRASE_RE = re.compile("|".join(_WATCHDOG_PHRASES))
+_WORD_WRAP_HEADS = ("Watchdog", "watchdog", "NCCL work", "work:")
+# The words of those phrases a space follows: a line that a word wrap broke inside one ends with one of them (or with
+# a number of one, "119,", "0]", "0(default_pg)"), so the phrases are looked for only across those lines' breaks.
+_PHRASE_WORDS = frozenset(
+    "[PG PG ID GUID Rank [Rank Watchdog caught collective operation timeout: Process group NCCL watchdog thread "
+    "terminated with exception: Timeout at Exception (either an error or timeout) detected by is failure work sequence "
+    "id: status: last enqueued completed work: ran for milliseconds before timing".split()
+)
+
+
+_ENDS_NO_PHRASE = frozenset(". \t'\"")  # how most lines end: a sentence, a quote, trailing space
+
+
+def _phrase_word(word: str) -> bool:
+    if word in _PHRASE_WORDS:
+        return True
+    end = word[-1:]
+    if end == ")":
+        return word[:1] in "0123456789("
+    if end == "]" and word.startswith("ProcessGroupNCCL.cpp:"):
+        return True
+    return (end.isdigit() or end in ",]") and word.rstrip(",]").lstrip("-").isdigit()
+
+
+def _word_wrapped(text: str, lines: list[str]) -> set[int]:
+    """The lines (0-based) a word wrap broke inside a watchdog phrase: each continues on the next after one space."""
+    if not any(head in text for head in _WORD_WRAP_HEADS):
+        return set()
+    broken: set[int] = set()
+    for index in range(len(lines) - 1):
+        line = lines[index]
+        if not line or line[-1] in _ENDS_NO_PHRASE or not _phrase_word(line[line.rfind(" ") + 1 :]):
+            continue
+        # a phrase longer than a narrow wrap's width runs over three lines: from the line before to the line after next
+        before = lines[index - 1][-200:] if index else ""
+        window = "\n".join(
+            (before, line[-200:], lines[index + 1][:200], lines[index + 2][:200] if index + 2 < len(lines) else "")
+        )
+        at = len(before) + 1 + min(len(line), 200)  # this line's break
+        if any(m.start() < at < m.end() for m in _WATCHDOG_PHRASE_RE.finditer(window)):
+            broken.add(index)
+    return broken
+
+
 # A line number a copy brought along: a code view's or an editor's gutter ("  12 | "), `cat -n` ("    12\t"), `nl`,
 # `grep -n` ("12:") or a plain "12 ".
 # `grep -n`'s "12:" has no space after the colon; "12: " is srun --label's, which is a rank, not a line number.
@@ -181,8 +245,11 @@ def paste_repair(text: str) -> Repaired:
         continued = sum(1 for i in full if _continues(lines[i], lines[i + 1]))
         if continued < 2 or continued * 2 < len(full):
             width = None  # most full-width lines are followed by a line of their own: not a wrapped paste
+        elif _word_breaks(lines, width) > continued:
+            width = None  # wrapped at words: a line of the full width lost a space, not a character (see _word_wrapped)
     split = _WATCHDOG_SPLIT_RE.search(text) is not None and any(head in text for head in _WATCHDOG_HEADS)
-    if width is None and not split and not _any_record_open(text):
+    worded = _word_wrapped(text, lines)
+    if width is None and not split and not worded and not _any_record_open(text):
         return Repaired(text, notes=notes)
     out: list[str] = []
     joins: list[int] = []
@@ -193,15 +260,36 @@ def paste_repair(text: str) -> Repaired:
         current = pending + (line.lstrip(" \t") if strip else line)
         last = index == len(lines) - 1
         strip = split and not last and len(current) < 4000 and _watchdog_part(lines[index + 1], current)
-        wrapped = not strip and width is not None and len(line) == width and not last and _continues(line, lines[index + 1])
-        open_record = not strip and not wrapped and _RECORD in current and _record_open(current) and len(current) < 4000
-        if not last and (strip or wrapped or open_record):
+        # a break inside a watchdog phrase replaced its space, even where the line is of the widest length
+        word = not strip and index in worded and len(current) < 4000
+        wrapped = (
+            not strip
+            and not word
+            and width is not None
+            and len(line) == width
+            and not last
+            and _continues(line, lines[index + 1])
+        )
+        # a record still open where the next line starts a line of its own was cut at the right edge, not wrapped
+        open_record = (
+            not strip
+            and not wrapped
+            and not word
+            and _RECORD in current
+            and _record_open(current)
+            and len(current) < 4000
+            and not last
+            and _LINE_START_RE.match(lines[index + 1]) is None
+        )
+        if not last and (strip or wrapped or open_record or word):
             # A word wrap eats the space after a field separator; a terminal wrap cuts anywhere and keeps it.
             nxt = lines[index + 1]
-            if strip:
+            if strip or word:
                 pending = current.rstrip(" \t") + " "
             else:
-                pending = current + (" " if open_record and line.endswith((",", ";")) and not nxt.startswith(" ") else "")
+                # inside a record a comma is always followed by a space: one at neither end of the break was eaten
+                in_record = open_record or (wrapped and _RECORD in current and _record_open(current))
+                pending = current + (" " if in_record and line.endswith((",", ";")) and not nxt.startswith(" ") else "")
             joins.append(offset + len(pending))
             continue
         pending = ""
@@ -262,6 +350,18 @@ def _continues(line: str, following: str) -> bool:
     if following[:8] == line[:8] or not following.strip():
         return False
     return _LINE_START_RE.match(following) is None
+
+
+def _word_breaks(lines: list[str], width: int) -> int:
+    """Lines shorter than `width` (by less than a quarter) that continue on the next, whose first word would not have
+    fitted on them: a word wrap makes many, a terminal's wrap, which cuts every long line at the width itself, next to
+    none."""
+    count = 0
+    for line, following in zip(lines, lines[1:]):
+        if width * 3 // 4 <= len(line) < width and not line.endswith((" ", "\t")) and not following[:1].isspace():
+            if len(line) + 1 + len(following.split(" ", 1)[0]) > width and _continues(line, following):
+                count += 1
+    return count
 
 
 def _wrap_width(lines: list[str]) -> int | None:

@@ -115,9 +115,8 @@ def first_failure(scanner: TextScanner, lines: LineLocator, stacks: list[Stack],
         if match:
             offset = match.start()
             line_text = lines.line_text(offset, limit=300)
-            found.append(
-                (offset, Failure(kind, lines.line_number(offset), line_text, _rank_in(line_text), _time_in(line_text), source))
-            )
+            number = lines.line_number(lines.line_start(offset))  # where the text shown begins
+            found.append((offset, Failure(kind, number, line_text, _rank_in(line_text), _time_in(line_text), source)))
     for index, stack in enumerate(stacks):
         if failure_exception(stack):
             raised = _original(stack, stacks[index + 1 : index + 2])

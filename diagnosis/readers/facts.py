@@ -116,6 +116,14 @@ LAUNCHERS = _table(
     )
 )
 
+# Where the ranks run, as a paste shows it: the command it was fetched or started with. The first one found is reported.
+CONTAINERS = _table(
+    (
+        ("kubernetes", r"\bkubectl\b|\bPyTorchJob\b|\bkubeflow\b"),
+        ("docker", r"\b(?:docker|podman) (?:run|exec)\b"),
+    )
+)
+
 FRAMEWORKS = _table(
     (
         ("megatron-lm", r"[Mm]egatron|pretrain_gpt\.py"),
@@ -237,10 +245,12 @@ BAND_FACTS = {"pytorch": "torch_band", "nccl": "nccl_band"}
 WATCHDOG_RE = re.compile(
     r"(?:\[PG (?P<pg_head>(?:ID )?(?P<pg>\d+)[^\]\n]{0,80}?) )?"
     r"Rank (?P<rank>\d+)\] Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), "
-    r"OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel_in>-?\d+), NumelOut=(?P<numel_out>-?\d+))?"
-    r"[^)\n]{0,200}?, Timeout\(ms\)=(?P<timeout>\d+)\)"
-    # "ran for N milliseconds" follows in every release; a paste cut at the right edge may end the line before it
-    r"(?: ran for (?P<ran>\d+) milliseconds|(?= ?(?:r|ra|ran|ran )?$))",
+    r"OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel_in>-?\d+), NumelOut=(?P<numel_out>-?\d+)(?=,))?"
+    r"(?:[^)\n]{0,200}?, Timeout\(ms\)=(?P<timeout>\d+)\)"
+    # "ran for N milliseconds" follows in every release; a paste cut at the right edge may end the line before it,
+    r"(?: ran for (?P<ran>\d+)(?= m)|(?=(?: (?:r(?:a(?:n(?: (?:f(?:o(?:r(?: \d*)?)?)?)?)?)?)?)?)?$))"
+    # or inside the record: what came before the cut still places the rank (a number is kept only up to its comma)
+    r"|(?=,[^)\n]{0,200}?(?:Timeout\(ms\)=\d*)?$))",
     re.MULTILINE,
 )
 # PyTorch 2.3 prints "Timeout at NCCL work"; 2.4+ adds "Exception (either an error or timeout) detected by
@@ -299,7 +309,16 @@ class RankState:
 @functools.cache
 def fact_literals() -> frozenset[tuple[str, bool]]:
     """Every literal the fact rules look for, so a scanner can check them all in one pass."""
-    patterns = FACT_RULES + LAUNCHERS + FRAMEWORKS + PARALLELISM + STAGES + STAGES_DONE + tuple(p for _, _, p in VERSION_WORDING)
+    patterns = (
+        FACT_RULES
+        + LAUNCHERS
+        + CONTAINERS
+        + FRAMEWORKS
+        + PARALLELISM
+        + STAGES
+        + STAGES_DONE
+        + tuple(p for _, _, p in VERSION_WORDING)
+    )
     found = {(lit, False) for p in patterns for lit in p.literals}
     extra = (
         WATCHDOG_LITERALS
@@ -334,6 +353,9 @@ def facts_extract(
     if launchers:
         facts["launcher"] = launchers[0]
         facts["launchers"] = launchers
+    containers = _first_offsets(scanner, CONTAINERS)
+    if containers:
+        facts["container"] = containers[0]
     frameworks = [p.name for p in FRAMEWORKS if next(p.matches(scanner), None)]
     if frameworks:
         facts["frameworks"] = frameworks
@@ -523,7 +545,7 @@ def ranks_extract(scanner: TextScanner, lines: LineLocator) -> dict[int, RankSta
             seq=int(m["seq"]),
             numel_in=int(m["numel_in"]) if m["numel_in"] else None,
             numel_out=int(m["numel_out"]) if m["numel_out"] else None,
-            timeout_ms=int(m["timeout"]),
+            timeout_ms=int(m["timeout"]) if m["timeout"] else None,
             ran_ms=int(m["ran"]) if m["ran"] else None,
             pg=m["pg"],
             group=pg_name(m["pg_head"], m.group(0)),
@@ -554,9 +576,17 @@ def rank_state_merge(into: dict[int, RankState], state: RankState) -> RankState:
     """Add one reading of a rank (another window, another file) to `into`: the first reading stays, marked as a clash
     when the two disagree (rank_states_clash). Returns the reading kept."""
     known = into.setdefault(state.rank, state)
-    if known is not state and rank_states_clash(known, state):
-        known.clash = True
+    if known is not state:
+        if rank_states_clash(known, state):
+            known.clash = True
+        else:  # the same work, read again from a line that kept more of it (the first was cut at the right edge)
+            for name in _WORK_DETAILS:
+                if getattr(known, name) is None:
+                    setattr(known, name, getattr(state, name))
     return known
+
+
+_WORK_DETAILS = ("numel_in", "numel_out", "timeout_ms", "ran_ms")
 
 
 def rank_states_clash(known: RankState, other: RankState) -> bool:
@@ -565,8 +595,10 @@ def rank_states_clash(known: RankState, other: RankState) -> bool:
     log holds two runs."""
     if other.clash:
         return True
-    if known.op and other.op and (known.op, known.seq, known.numel_in) != (other.op, other.seq, other.numel_in):
+    if known.op and other.op and (known.op, known.seq) != (other.op, other.seq):
         return True
+    if None not in (known.numel_in, other.numel_in) and known.numel_in != other.numel_in:
+        return True  # a size a line cut at the right edge did not keep is no difference
     return None not in (known.line_rank, other.line_rank) and known.line_rank != other.line_rank
 
 

@@ -28,7 +28,7 @@ def harmless_lines(
                 if len(found) < MAX_HARMLESS and not any(h.id == rule.id and h.source == label for h in found):
                     found.append(
                         Harmless(
-                            line=lines.line_number(hit.offset),
+                            line=lines.line_number(lines.line_start(hit.offset)),
                             text=lines.line_text(hit.offset),
                             id=rule.id,
                             title=rule.title,

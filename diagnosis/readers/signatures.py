@@ -189,8 +189,9 @@ def _evidence(lines: LineLocator, hit, signal: str, label: str | None) -> Eviden
     text, line_start = lines.line_text(hit.offset), lines.line_start(hit.offset)
     start = min(hit.offset - line_start, len(text))
     end = min(hit.end - line_start, len(text))
+    # the line the shown text begins on: in a paste whose wrapped lines were joined, the match may start on a later one
     return Evidence(
-        line=lines.line_number(hit.offset), text=text, signal=signal, source=label, groups=hit.groups, span=(start, end)
+        line=lines.line_number(line_start), text=text, signal=signal, source=label, groups=hit.groups, span=(start, end)
     )
 
 

@@ -129,7 +129,9 @@ def timeouts_extract(scanner: TextScanner, lines: LineLocator, start: int = 0, e
 
 
 def _seen(kind: str, setting: str, seconds: float | None, fired: bool, lines: LineLocator, at: int) -> TimeoutSeen:
-    return TimeoutSeen(kind, setting, seconds, lines.line_number(at), lines.line_text(at, 300).strip(), fired)
+    # the line the text shown begins on (a paste's wrapped line, joined again, begins before the match)
+    line = lines.line_number(lines.line_start(at))
+    return TimeoutSeen(kind, setting, seconds, line, lines.line_text(at, 300).strip(), fired)
 
 
 def _seconds(value: str, unit: float) -> float | None:

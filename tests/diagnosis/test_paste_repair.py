@@ -1,5 +1,8 @@
 """Damaged pastes are repaired before matching, and evidence still points at the user's own line numbers."""
 
+import textwrap
+from pathlib import Path
+
 import pytest
 
 from diagnosis.text import LineLocator, paste_repair
@@ -95,3 +98,58 @@ def test_dump_sections_of_the_widest_length_are_not_joined_to_their_answers():
         for r in range(4)
     )
     assert paste_repair(text).text == text
+
+
+DESYNC_LOG = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "desync_rank0_broadcast_3ranks_torch25.log"
+# PyTorch 2.5's timeout and progress lines of one rank (ProcessGroupNCCL.cpp:616 and :1785), as printed
+PRINTED_2_5 = [
+    "[rank0]:[E0702 09:24:07.972281866 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: "
+    "WorkNCCL(SeqNum=119, OpType=BROADCAST, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600081 milliseconds "
+    "before timing out.",
+    "[rank0]:[E0702 09:24:07.201164104 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) Rank 0] Exception "
+    "(either an error or timeout) detected by watchdog at work: 119, last enqueued NCCL work: 119, last completed NCCL "
+    "work: 118.",
+]
+
+
+@pytest.mark.parametrize("width", [64, 80, 100])
+def test_watchdog_lines_a_chat_wrapped_at_words_are_put_back_on_their_lines(width):
+    """A chat (or a terminal that wraps at words) puts a line break where PyTorch printed a space: the break goes back
+    to that space, so the rank reader sees each rank's whole line."""
+    wrapped = [part for line in PRINTED_2_5 for part in textwrap.wrap(line, width)]
+    assert paste_repair("\n".join(wrapped)).text.split("\n") == PRINTED_2_5
+
+
+@pytest.mark.parametrize("width", [72, 80, 100, 120])
+def test_a_paste_wrapped_at_words_is_not_glued_where_a_line_fills_the_width(width):
+    """Lines of a word-wrapped paste that happen to be of the widest length lost a space, not a character: joined as a
+    terminal's wrap would be, they glue words together ("mightrun", "PGGUID")."""
+    lines = DESYNC_LOG.read_text().split("\n")
+    wrapped = [part for line in lines for part in (textwrap.wrap(line, width) or [""])]
+    assert sum(len(part) == max(map(len, wrapped)) for part in wrapped) >= 2
+    assert set(paste_repair("\n".join(wrapped)).text.split()) <= set(" ".join(lines).split())
+
+
+# PyTorch 2.14's pair (ProcessGroupNCCL.cpp:685 and :2241; the second with two spaces after its prefix), as printed
+PRINTED_2_14 = [
+    "[rank0]:[E1121 04:12:40.686963977 ProcessGroupNCCL.cpp:685] [PG ID 0 PG GUID 0(default_pg) Rank 0] Watchdog caught "
+    "collective operation timeout: WorkNCCL(SeqNum=1214, OpType=ALLREDUCE, NumelIn=33554432, NumelOut=33554432, "
+    "Timeout(ms)=600000) ran for 600077 milliseconds before timing out.",
+    "[rank0]:[E1121 04:12:40.686963977 ProcessGroupNCCL.cpp:2241] [PG ID 0 PG GUID 0(default_pg) Rank 0]  failure detected "
+    "by watchdog at work sequence id: 1214 PG status: last enqueued work: 1214, last completed work: 1213",
+]
+
+
+@pytest.mark.parametrize("width", [72, 80, 100])
+def test_newer_watchdog_lines_a_chat_wrapped_at_words_are_read_as_printed(width):
+    """Where a wrap falls on the second line's double space it eats both: that break comes back as one space."""
+    wrapped = [part for line in PRINTED_2_14 for part in textwrap.wrap(line, width)]
+    repaired = paste_repair("\n".join(wrapped)).text.split("\n")
+    assert [line.split() for line in repaired] == [line.split() for line in PRINTED_2_14]
+
+
+def test_a_record_cut_at_the_right_edge_is_not_joined_to_the_line_after_it():
+    """A terminal view that does not wrap cuts long lines: an open WorkNCCL( record followed by a line of its own was
+    cut, not wrapped."""
+    lines = [PRINTED_2_5[0][:170], PRINTED_2_5[1][:170]]
+    assert paste_repair("\n".join(lines)).text.split("\n") == lines

@@ -199,3 +199,19 @@ def test_where_the_memory_left_cannot_be_read_a_large_log_gets_a_worker_a_core(m
     monkeypatch.setattr(cli.os, "cpu_count", lambda: 8)
     monkeypatch.setattr(cli, "memory_available_bytes", unreadable)
     assert cli.workers_allowed() == 8
+
+
+def test_without_a_database_or_a_snapshot_the_command_says_what_to_run_not_a_traceback(tmp_path):
+    """A fresh checkout before `make content`: no snapshot to answer from, and Django finds no database."""
+    log = tmp_path / "rank0.log"
+    log.write_text((REPO / "tests" / "fixtures" / "logs" / "fsdp_rank2_behind_torch25.log").read_text(errors="replace"))
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "SQLITE_PATH": str(tmp_path / "no-such-folder" / "db.sqlite3"),
+        "KB_INDEX_DIR": str(tmp_path / "no-index"),
+    }
+    done = subprocess.run(
+        [sys.executable, str(REPO / "manage.py"), "diagnose", str(log)], capture_output=True, text=True, env=env, cwd=REPO
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("CommandError: no content is loaded here") and "Run: make content" in done.stderr

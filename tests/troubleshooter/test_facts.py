@@ -31,6 +31,20 @@ def test_the_launcher_answers_the_launcher_question(tree):
     assert answers_from_facts(tree, {"launcher": "srun"})["launcher"] == "srun"
 
 
+@pytest.mark.parametrize("container", ["kubernetes", "docker"])
+def test_where_the_ranks_run_is_answered_by_the_container_the_log_shows(tree, container):
+    assert answers_from_facts(tree, {"container": container})["container"] == container
+
+
+@pytest.mark.parametrize(
+    "link_layer, fabric",
+    [("RoCE", "roce"), ("IB", "infiniband"), (["Ethernet"], "roce"), (["InfiniBand"], "infiniband")],
+)
+def test_the_rdma_fabric_is_answered_by_the_link_layer_the_log_shows(tree, link_layer, fabric):
+    """NCCL's "NET/IB : Using [0]mlx5_0:1/RoCE" line (as a case reads it) or a pasted ibv_devinfo's link_layer."""
+    assert answers_from_facts(tree, {"link_layer": link_layer})["ib-fabric"] == fabric
+
+
 @pytest.mark.parametrize(
     "version, answer",
     [
@@ -171,3 +185,23 @@ def test_a_confident_diagnosis_hands_off_past_what_its_case_settles(client, load
     assert focus is None or "".join(focus.itertext()) != first_question
     listed = ["".join(li.itertext()) for li in tree.findall(".//ol[@class='answer-list']/li")]
     assert len(listed) >= 2 and all("from your log" in item for item in listed)
+
+
+@pytest.mark.parametrize(
+    "log, shown, first_open",
+    [
+        ("k8s-shm-lasterror-only-torch20.log", "In Kubernetes pods", "How much shared memory should each container get, in GiB?"),
+        ("roce-status12-srun-torch24.log", "RoCE (RDMA over Ethernet)", "Which RDMA devices and ports should NCCL use?"),
+    ],
+)
+def test_the_hand_off_never_asks_where_the_ranks_run_or_on_which_fabric_when_the_log_shows_it(
+    client, loaded_content, log, shown, first_open
+):
+    """Issue 33, item 1, as a new user found it: a `kubectl logs` paste was asked "Where do the ranks run?" and a paste
+    whose NCCL lines say ".../RoCE" was asked "Which RDMA fabric is it?"."""
+    results = client.post("/diagnose", {"log": (FIXTURE_LOGS / "heldout" / log).read_text()}).content.decode()
+    link = re.search(r'<a class="button" href="([^"]+)">Continue in the troubleshooter', results).group(1)
+    tree = html5lib.parse(client.get(html.unescape(link)).content, namespaceHTMLElements=False)
+    assert "".join(tree.find(".//h2[@id='step-focus']").itertext()).strip() == first_open
+    listed = ["".join(li.itertext()) for li in tree.findall(".//ol[@class='answer-list']/li")]
+    assert any(shown in item and "from your log" in item for item in listed)

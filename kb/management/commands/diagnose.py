@@ -2,6 +2,7 @@
 manage.py answers without Django when the content's rules snapshot is published (kb/cli.py says how)."""
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError
 
 from kb.checks import content_drift_check
 from kb.cli import HELP, CliError, answer_text, arguments_add, sources_read, top_check, workers_allowed
@@ -25,5 +26,8 @@ class Command(BaseCommand):
             job = sources_read(paths, max_bytes)
         except CliError as err:
             raise CommandError(str(err)) from None
-        result = diagnosis_run(job.sources, top=top, workers=workers_allowed(), **job.read_facts())
+        try:
+            result = diagnosis_run(job.sources, top=top, workers=workers_allowed(), **job.read_facts())
+        except DatabaseError as err:  # a fresh checkout: no database, or no tables in it, and no published snapshot
+            raise CommandError(f"no content is loaded here ({err}). Run: make content") from None
         self.stdout.write(answer_text(result, json))
