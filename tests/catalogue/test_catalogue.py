@@ -138,6 +138,12 @@ def test_nccl_version_banner_gives_the_version(catalogue: Catalogue) -> None:
     assert list(hit.fields.values())[:3] == [2, 18, 1]
 
 
+def test_nccl_ring_list_built_in_a_loop_is_recognised(catalogue: Catalogue) -> None:
+    """NCCL prints each ring with a sprintf'd head and the ranks appended one by one."""
+    hits = catalogue.match("z-pc:909608:910337 [0] NCCL INFO Channel 00/02 :    0   1")
+    assert any(h.program == "nccl" and h.meaning == "nccl.init" and h.fragment is None for h in hits)
+
+
 def test_nccl_error_propagation_line(catalogue: Catalogue) -> None:
     hits = catalogue.match("n122-246-085:12253:12399 [7] NCCL INFO bootstrap.cc:270 -> 2")
     assert any(h.program == "nccl" and list(h.fields.values()) == ["bootstrap.cc", 270, 2] for h in hits)
