@@ -213,6 +213,20 @@ def test_coverage_of_catalogued_lines_in_real_pastes(catalogue: Catalogue) -> No
     assert share >= COVERAGE_FLOOR
 
 
+# --- NCCL's net plugin (HPC-X) -------------------------------------------------------------------------------------------
+
+
+def test_the_net_plugins_lines_are_its_own_program_with_its_own_releases(catalogue: Catalogue) -> None:
+    """HPC-X's libnccl-net.so logs through NCCL's logger: NCCL's prefix, the plugin's wording and release numbers."""
+    for line in (
+        "05-06-76-200:7839:7911 [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so",
+        "05-06-76-200:7839:7911 [0] NCCL INFO P2P plugin IBext",
+    ):
+        hits = catalogue.match(line)
+        assert {h.program for h in hits} == {"ncclrdmasharp"}
+        assert all(h.first == "2.0.1" and h.fragment is None for h in hits)
+
+
 # --- PyTorch ------------------------------------------------------------------------------------------------------------
 
 
