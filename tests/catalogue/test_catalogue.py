@@ -270,6 +270,17 @@ def test_c10d_watchdog_timeout_wording_of_2_1_and_of_2_5(catalogue: Catalogue) -
     assert catalogue.releases_printing([old_hit.id, new_hit.id]) == ("2.5.1", "2.5.1")
 
 
+def test_cuda_ipc_producer_warning_is_recognised_in_the_c10_logging_formats_of_old_and_new_releases(
+    catalogue: Catalogue,
+) -> None:
+    """torch/csrc/CudaIPCTypes.cpp's LOG(WARNING): printed when a process that shared CUDA tensors dies first."""
+    message = "Producer process has been terminated before all shared CUDA tensors released. See Note [Sharing CUDA tensors]"
+    for line in (f"[W CudaIPCTypes.cpp:15] {message}", f"[rank1]:[W924 19:01:01.260102563 CudaIPCTypes.cpp:16] {message}"):
+        hits = [h for h in catalogue.match(line) if h.program == "torch" and h.fragment is None]
+        assert hits and all(catalogue.entries[h.id].file.endswith("#torch/csrc/CudaIPCTypes.cpp") for h in hits)
+        assert min(build.release_key(h.first) for h in hits) == (1, 13, 1)
+
+
 def test_gloo_recv_timeout(catalogue: Catalogue) -> None:
     line = "RuntimeError: [/opt/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 1800000ms for recv operation to complete"
     hits = [h for h in catalogue.match(line) if h.meaning == "gloo.timeout"]
