@@ -91,7 +91,7 @@ MEANING_RULES: list[tuple[str, str | None, str]] = [
     ("nccl.version", "nccl", r"^NCCL version|^cudaDriverVersion|version %d"),
     (
         "nccl.interface",
-        "nccl",
+        "nccl|ncclrdmasharp",
         r"Using( network| interface)?\b.*%s|Bootstrap : Using|NET/Socket : Using|NET/IB : Using|No usable listening interface|no socket interface|interfaces found",
     ),
     ("gloo.timeout", "torch", r"^Timed out waiting|ms for (recv|send) operation to complete"),
@@ -116,13 +116,13 @@ MEANING_RULES: list[tuple[str, str | None, str]] = [
         r"(TCPStore|store|key)\b.*(time[d ]?out|Timeout)|(timed out|timeout)\b.*\b(store|key)|Socket Timeout|wait timeout after|client socket has timed out",
     ),
     ("store.error", "torch|deepspeed", r"TCPStore|c10d store|key-value store|store server|HashStore|\bstore\b"),
-    ("ib.completion_error", "nccl", r"Got completion|completion with error|wc\.status|wc->status|ibv_poll_cq"),
-    ("ib.error", "nccl:WARN", r"NET/IB|ibv_|\bIB\b|RoCE|\bGID\b"),
-    ("net.error", "nccl:WARN", r"^NET/|Net ?:|NET/Plugin|libnccl-net|socket|Call to (recv|send)|Proxy"),
+    ("ib.completion_error", "nccl|ncclrdmasharp", r"Got completion|completion with error|wc\.status|wc->status|ibv_poll_cq"),
+    ("ib.error", "nccl:WARN|ncclrdmasharp:WARN", r"NET/IB|ibv_|\bIB\b|RoCE|\bGID\b"),
+    ("net.error", "nccl:WARN|ncclrdmasharp:WARN", r"^NET/|Net ?:|NET/Plugin|libnccl-net|socket|Call to (recv|send)|Proxy"),
     ("nccl.remote_error", "nccl|torch", r"ncclRemoteError|Remote error|remote (process|peer)"),
     (
         "nccl.system_error",
-        "nccl|torch",
+        "nccl|torch|ncclrdmasharp",
         r"ncclSystemError|System call|Call to .* failed|failed with error|unhandled system error",
     ),
     (

@@ -88,8 +88,92 @@ def macro_parameters(text: str, index: int) -> list[str]:
     return [p.strip() for p in m.group(1).split(",") if p.strip() and p.strip() != "..."] if m else []
 
 
+# Calls that write a C string into a buffer: at its start when the destination is the buffer itself
+# (sprintf(buf, …), snprintf(buf, size, …), strcpy/strncpy(buf, src…)), appending when it is an offset into it
+# (sprintf(buf+strlen(buf), …), snprintf(4+line+4*j, …)) or the call is strcat/strncat.
+BUFFER_WRITE_RE = re.compile(r"\b(sprintf|snprintf|strcpy|strncpy|strcat|strncat)\s*\(")
+FUNCTION_HEAD_RE = re.compile(r"\b(\w+)\s*\(([^()]*)\)\s*(?:const\s*)?\{")
+NOT_FUNCTIONS = {"if", "for", "while", "switch", "catch", "sizeof", "return"}
+COMMENT_OR_STRING_RE = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:[^"\\\n]|\\.)*"', re.S)
+
+
+def without_comments(text: str) -> str:
+    """The text with every comment blanked to spaces (newlines kept), so indexes still point where they did."""
+    return COMMENT_OR_STRING_RE.sub(lambda m: m.group(0) if m.group(0)[0] == '"' else re.sub(r"[^\n]", " ", m.group(0)), text)
+
+
+def function_at(text: str, index: int) -> tuple[int, str, list[str]] | None:
+    """(start, name, parameter names) of the top-level function whose body holds `index` (NCCL closes one at column 0)."""
+    start = text.rfind("\n}", 0, index) + 1
+    for m in FUNCTION_HEAD_RE.finditer(text, start, index):
+        if m.group(1) not in NOT_FUNCTIONS:
+            names = [re.findall(r"\w+", p)[-1] for p in m.group(2).split(",") if re.findall(r"\w+", p)]
+            return m.start(), m.group(1), names
+    return None
+
+
+def buffer_head(text: str, start: int, index: int, buffer: str) -> tuple[str, bool] | None:
+    """What `buffer` holds at `index`: (its constant head, whether more was appended after it), from the last write
+    at its start between `start` and `index`. The head is a format, or NUL + a parameter's name when copied from one."""
+    head: str | None = None
+    appended = False
+    for m in BUFFER_WRITE_RE.finditer(text, start, index):
+        parsed = call_arguments(text, m.end() - 1)
+        if parsed is None or not re.search(r"\b" + re.escape(buffer) + r"\b", parsed[0][0]):
+            continue
+        if parsed[0][0].strip() != buffer or m.group(1) in ("strcat", "strncat"):
+            appended = True
+            continue
+        args = parsed[0][2:] if m.group(1) == "snprintf" else parsed[0][1:]
+        if not args:
+            continue
+        source = args[0].strip()
+        fmt = c_format_argument(source)
+        if m.group(1) in ("strcpy", "strncpy") or fmt == "%s":
+            value = source if m.group(1) in ("strcpy", "strncpy") else args[1].strip() if len(args) > 1 else ""
+            head = "\0" + value if re.fullmatch(r"\w+", value) else None
+        else:
+            head = fmt
+        appended = False
+    return None if head is None else (head, appended)
+
+
+def computed_formats(text: str, call: int, buffer: str) -> list[str]:
+    """The formats of a `"%s", buffer` call whose buffer sprintf builds: the constant head written first, then a %s
+    field for what a loop appended. When the head is copied from a parameter of a helper (NCCL's dumpLine), each
+    call of that helper in the file gives one, from the buffer its caller passed."""
+    function = function_at(text, call)
+    if function is None:
+        return []
+    start, name, parameters = function
+    found = buffer_head(text, start, call, buffer)
+    if found is None:
+        return []
+    head, appended = found
+    tail = "%s" if appended else ""
+    if not head.startswith("\0"):
+        return [head + tail]
+    if head[1:] not in parameters:
+        return []
+    position = parameters.index(head[1:])
+    formats = []
+    for m in re.finditer(r"\b" + re.escape(name) + r"\s*\(", text):
+        if m.start() == start or text.rfind("\n", 0, m.start()) + 1 == m.start():
+            continue  # the definition, or a declaration at column 0
+        parsed = call_arguments(text, m.end() - 1)
+        caller = function_at(text, m.start())
+        if parsed is None or caller is None or len(parsed[0]) <= position:
+            continue
+        passed = parsed[0][position].strip()
+        outer = buffer_head(text, caller[0], m.start(), passed) if re.fullmatch(r"\w+", passed) else None
+        if outer and not outer[0].startswith("\0"):
+            formats.append(outer[0] + ("%s" if outer[1] or appended else ""))
+    return formats
+
+
 def harvest_file(release: str, tag: str, name: str, text: str) -> list[HarvestRow]:
     rows = []
+    code: str | None = None  # the text without comments, made when a computed format needs it
     for m in CALL_RE.finditer(text):
         line_start = text.rfind("\n", 0, m.start()) + 1
         if re.match(r"\s*#\s*define\b", text[line_start : m.start()]):
@@ -108,7 +192,12 @@ def harvest_file(release: str, tag: str, name: str, text: str) -> list[HarvestRo
         fmt = c_format_argument(argument)
         if fmt is None:
             continue
-        rows.append(HarvestRow(release, name, line_of(text, m.start()), severity, "printf", tag, fmt))
+        formats = [fmt]
+        if fmt == "%s" and len(parsed[0]) > index + 1 and re.fullmatch(r"\s*\w+\s*", parsed[0][index + 1]):
+            code = code if code is not None else without_comments(text)
+            formats = computed_formats(code, m.start(), parsed[0][index + 1].strip()) or formats
+        for fmt in formats:
+            rows.append(HarvestRow(release, name, line_of(text, m.start()), severity, "printf", tag, fmt))
     banner = version_macros(text)
     if banner:
         rows.append(HarvestRow(release, name, line_of(text, text.index("VERSION_STRING")), "VERSION", "printf", tag, banner))

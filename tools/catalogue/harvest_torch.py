@@ -4,7 +4,7 @@ Usage: .venv/bin/python tools/catalogue/harvest_torch.py /tmp/torchlinux/torch-*
 Writes content/catalogue/harvest/torch.tsv.
 
 Python modules are read by AST (pysource.py): templates with their fields. C++ (ProcessGroupNCCL, ProcessGroupGloo,
-TCPStore, gloo's transport, c10's CUDA errors) is read from the shared libraries' string tables, since the wheel
+TCPStore, gloo's transport, c10's CUDA errors, CudaIPCTypes' warning) is read from the shared libraries' string tables, since the wheel
 ships no C++ source: a string literal there is a piece of a message (c10::str joins pieces and values at run time),
 so these rows are style `pieces`, and their file is the library plus the nearest translation unit (.cpp/.cc/.cu path) that
 precedes them in the string table (the linker keeps one object file's literals together, so that path names the file that holds them
@@ -34,9 +34,21 @@ PY_WARN_ONLY = re.compile(
     r"^torch/(utils/data/.*|utils/cpp_extension\.py|utils/file_baton\.py|multiprocessing/.*|distributed/utils\.py)$"
 )
 
-LIBRARIES = ("libtorch_cpu.so", "libtorch_cuda.so", "libtorch_cuda_cpp.so", "libc10_cuda.so", "libc10.so")
-SOURCE_PATH = re.compile(r"^(?:\.\./|/\S*?/)?((?:torch|third_party|c10|aten|caffe2)/[\w./+-]+\.(?:cpp|cc|c|h|hpp|cu|cuh))$")
-KEEP_REGION = re.compile(r"(distributed/c10d/|third_party/gloo/|c10/cuda/|c10/util/(Exception|Backtrace|Logging)\.cpp)")
+# libtorch_cuda_cpp.so and libtorch_cuda_cu.so: 1.13's split of libtorch_cuda.so (CudaIPCTypes.cpp is in the _cu half).
+LIBRARIES = ("libtorch_cpu.so", "libtorch_cuda.so", "libtorch_cuda_cpp.so", "libtorch_cuda_cu.so", "libc10_cuda.so", "libc10.so")
+# A path as the build left it (../torch/…, /__w/pytorch/pytorch/torch/…); `strings` may glue the byte before it on
+# (2.1.2's `@../torch/csrc/CudaIPCTypes.cpp`): no path starts with one character and then ../ or /.
+SOURCE_PATH = re.compile(
+    r"^(?:[^./]?\.\./|[^/]?/\S*?/)?((?:torch|third_party|c10|aten|caffe2)/[\w./+-]+\.(?:cpp|cc|c|h|hpp|cu|cuh))$"
+)
+# c10d, gloo and c10's CUDA and error units; torch/csrc/CudaIPCTypes.cpp warns when a process that shared CUDA
+# tensors (a DataLoader worker, a multiprocessing producer) dies before its consumers released them.
+KEEP_REGION = re.compile(
+    r"(distributed/c10d/|third_party/gloo/|c10/cuda/|c10/util/(Exception|Backtrace|Logging)\.cpp|torch/csrc/CudaIPCTypes\.cpp)"
+)
+# Small units whose type names (mangled, emitted after their literals) end their region: the next unit's pieces can
+# come before its path (torch/csrc/cuda/comm.cpp's scatter/gather messages follow CudaIPCTypes.cpp's).
+CLOSED_BY_TYPEINFO = re.compile(r"torch/csrc/CudaIPCTypes\.cpp$")
 MANGLED = re.compile(r"^(_Z|N\d|St\d|\*N|PF|FS|ZN|_GLOBAL__)")
 MIN_PIECE = 12
 HEADER_SUFFIXES = (".h", ".hpp", ".cuh")
@@ -92,6 +104,9 @@ def library_rows(wheel_path: Path, member: str, release: str) -> list[HarvestRow
         if m:
             if not m.group(1).endswith(HEADER_SUFFIXES):  # a header's literals sit inside the including file's
                 current, current_at = m.group(1), index
+            continue
+        if current and CLOSED_BY_TYPEINFO.search(current) and MANGLED.match(text):
+            current = None  # the unit's type names close its literals: what follows is the next unit's
             continue
         if current and index - current_at <= MAX_REGION and KEEP_REGION.search(current) and is_message_piece(text):
             # the line column holds the string's rank in the table: stable for a given binary, and it keeps order
