@@ -19,11 +19,8 @@ import re
 from diagnosis.catalogue import Catalogue, example_line, printed_in
 from diagnosis.scan.literals import required_literal_groups
 from kb.content.frontmatter import front_matter_split
-from kb.content.ranges import Problem, contains, few_releases, spec_of
+from kb.content.ranges import MESSAGE_PROGRAMS, Problem, contains, few_releases, spec_of
 from kb.content.yamllines import YamlDocument, yaml_file_read
-
-# content's software name -> the catalogue's program
-PROGRAMS = {"pytorch": "torch", "nccl": "nccl", "deepspeed": "deepspeed"}
 
 
 def message_range_problems(content_dir: Path, messages: Catalogue) -> list[Problem]:
@@ -49,7 +46,7 @@ def _item_problems(shown: str, doc: YamlDocument, where: tuple, item: dict, mess
     except re.error:
         return []  # the content validator reports it
     for software, text in (item.get("versions") or {}).items():
-        program = PROGRAMS.get(str(software))
+        program = MESSAGE_PROGRAMS.get(str(software))
         spec = spec_of(str(text)) if program else None
         if spec is None:
             continue

@@ -39,7 +39,7 @@ from typing import Any
 from kb.content.errors import ContentError
 from kb.content.names_catalogue import Catalogue, CatalogueEntry, load, release_key
 from kb.content.prose import SOFTWARE, Statement, Unit, file_units, prose_files, statements
-from kb.content.ranges import NameOwners, describe, few_releases
+from kb.content.ranges import MESSAGE_PROGRAMS, NameOwners, describe, few_releases
 from kb.content.yamllines import yaml_file_read
 
 _SOFTWARES = {
@@ -77,7 +77,6 @@ _DEPRECATED = re.compile(
 _OTHER_SOFTWARE_BEFORE = re.compile(rf"{SOFTWARE}\s*$")
 _WORDING_THEN_BOUND = re.compile(rf"`(?P<wording>[^`]{{8,}})`\s*(?P<paren>\(\s*)?(?P<bound>{_BOUND}){_END}")
 _NAME_LIKE = re.compile(r"[A-Z][A-Z0-9_]*_[A-Z0-9_]*|--?[a-z][\w-]*")  # an environment variable or flag, catalogued or not
-_MESSAGE_PROGRAMS = {"pytorch": "torch", "nccl": "nccl", "deepspeed": "deepspeed"}
 _PROGRAM_WORDS = re.compile(r"\b(PyTorch|NCCL|DeepSpeed)\b")
 
 
@@ -327,14 +326,14 @@ def _wording_verdicts(unit: Unit, context: _Context) -> list[Verdict]:
     if context.wordings is None:
         return []
     out = []
-    named = {_MESSAGE_PROGRAMS[_SOFTWARES[w.lower()]] for w in _PROGRAM_WORDS.findall(re.sub(r"`[^`]*`", "", unit.text))}
+    named = {MESSAGE_PROGRAMS[_SOFTWARES[w.lower()]] for w in _PROGRAM_WORDS.findall(re.sub(r"`[^`]*`", "", unit.text))}
     for m in _WORDING_THEN_BOUND.finditer(unit.text):
         wording = m.group("wording").strip()
         if context.is_name(wording) or ((m.group("lo2") or m.group("lo3")) and not m.group("paren")):
             continue
         word = _software_word(m, "sw", "sw2", "sw3", "sw4", "sw5", "sw6", "sw7")
         if word is not None:
-            programs = {_MESSAGE_PROGRAMS.get(_SOFTWARES.get(word.lower(), ""), "")}
+            programs = {MESSAGE_PROGRAMS.get(_SOFTWARES.get(word.lower(), ""), "")}
         elif named:
             programs = named
         else:

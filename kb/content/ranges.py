@@ -44,6 +44,8 @@ from kb.content.names_catalogue import Catalogue, CatalogueEntry, release_key
 from kb.content.yamllines import YamlDocument, yaml_file_read
 
 # A release badge on an example: "PyTorch 2.4.1 (ProcessGroupNCCL.cpp)" -> (software, release).
+# content's software name -> the message catalogue's program (content/catalogue/messages), for the range checks
+MESSAGE_PROGRAMS = {"pytorch": "torch", "nccl": "nccl", "deepspeed": "deepspeed"}
 BADGE_SOFTWARE = {"pytorch": "pytorch", "nccl": "nccl", "transformerengine": "transformer-engine", "deepspeed": "deepspeed"}
 _BADGE = re.compile(r"^\s*(PyTorch|NCCL|TransformerEngine|DeepSpeed)\s+v?(\d+\.\d+(?:\.\d+)*)\b")
 # The torch answers of the troubleshooter (troubleshooter/roles.py) as release ranges.

@@ -21,15 +21,16 @@ def test_content_ranges_agree_with_the_message_catalogue():
     assert not problems, "\n".join(str(p) for p in problems)
 
 
-def _catalogue() -> Catalogue:
+def _catalogue(first: str = "2.4.8") -> Catalogue:
+    """NCCL's "Connect to %s failed" as printed from `first` to 2.9.9, among four harvested releases."""
     entry = Entry(
-        id="made_up.connect_failed.v1",  # not a real id: the catalogue keeps per-id caches
+        id=f"made_up.connect_failed_from_{first.replace('.', '_')}.v1",  # not a real id: the catalogue keeps per-id caches
         program="nccl",
         template="Connect to %s failed : %s",
         style="printf",
         severity="WARN",
         meaning="socket.connect_failed",
-        first="2.4.8",
+        first=first,
         last="2.9.9",
         file="src/include/socket.h",
         fields=(("address", "address"), ("error", "str")),
@@ -64,24 +65,8 @@ def test_a_range_that_takes_in_a_release_not_printing_the_wording_fails(tmp_path
     assert "includes 2.10.3, which does not print it" in problem.message
 
 
-def _printed_from_the_first_harvest() -> Catalogue:
-    entry = Entry(
-        id="made_up.connect_failed_early.v1",
-        program="nccl",
-        template="Connect to %s failed : %s",
-        style="printf",
-        severity="WARN",
-        meaning="socket.connect_failed",
-        first="2.3.7",
-        last="2.9.9",
-        file="src/include/socket.h",
-        fields=(("address", "address"), ("error", "str")),
-    )
-    return Catalogue([entry], {"nccl": ["2.3.7", "2.4.8", "2.9.9", "2.10.3"]}, use_hyperscan=False)
-
-
 def test_a_lower_bound_at_the_first_harvested_release_cannot_be_confirmed_and_fails(tmp_path):
-    [problem] = message_range_problems(_case(tmp_path, ">=2.3,<2.10"), _printed_from_the_first_harvest())
+    [problem] = message_range_problems(_case(tmp_path, ">=2.3,<2.10"), _catalogue(first="2.3.7"))
     assert "the first release the catalogue harvested (2.3.7) already prints" in problem.message
     assert problem.line == 5
 
@@ -94,8 +79,8 @@ def test_the_same_lower_bound_with_its_source_cited_passes(tmp_path):
             "    versions:", '    source: {read: "NVIDIA/nccl v2.3.5-5 socket.h", checked: 2026-11-28}\n    versions:'
         )
     )
-    assert message_range_problems(content, _printed_from_the_first_harvest()) == []
+    assert message_range_problems(content, _catalogue(first="2.3.7")) == []
 
 
 def test_a_range_without_a_lower_bound_is_not_asked_for_one(tmp_path):
-    assert message_range_problems(_case(tmp_path, "<2.10"), _printed_from_the_first_harvest()) == []
+    assert message_range_problems(_case(tmp_path, "<2.10"), _catalogue(first="2.3.7")) == []

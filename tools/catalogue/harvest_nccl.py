@@ -204,18 +204,22 @@ def harvest_file(release: str, tag: str, name: str, text: str) -> list[HarvestRo
     return rows
 
 
+def tags_harvest(mirror: Path, releases: dict[str, str], out: Path) -> None:
+    """Read src/ at each tag (tag -> the release it is) as NCCL's is read, and write the harvest TSV."""
+    rows: list[HarvestRow] = []
+    for tag, release in releases.items():
+        for name, text in files_at(mirror, tag).items():
+            rows.extend(harvest_file(release, tag, name, text))
+        print(tag, len(rows), file=sys.stderr)
+    harvest_write(out, rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--mirror", type=Path, required=True, help="git directory of an NVIDIA/nccl mirror")
     parser.add_argument("--out", type=Path, default=HARVEST_DIR / "nccl.tsv")
     args = parser.parse_args()
-    rows: list[HarvestRow] = []
-    for tag in release_tags(args.mirror):
-        release = tag_release(tag)
-        for name, text in files_at(args.mirror, tag).items():
-            rows.extend(harvest_file(release, tag, name, text))
-        print(tag, len(rows), file=sys.stderr)
-    harvest_write(args.out, rows)
+    tags_harvest(args.mirror, {tag: tag_release(tag) for tag in release_tags(args.mirror)}, args.out)
 
 
 if __name__ == "__main__":

@@ -14,8 +14,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import HARVEST_DIR, HarvestRow, harvest_write  # noqa: E402
-from harvest_nccl import files_at, harvest_file  # noqa: E402
+from common import HARVEST_DIR  # noqa: E402
+from harvest_nccl import tags_harvest  # noqa: E402
 from names_git import last_patch_tags  # noqa: E402
 
 
@@ -24,13 +24,8 @@ def main() -> None:
     parser.add_argument("--mirror", type=Path, required=True, help="git directory of a nccl-rdma-sharp-plugins mirror")
     parser.add_argument("--out", type=Path, default=HARVEST_DIR / "ncclrdmasharp.tsv")
     args = parser.parse_args()
-    rows: list[HarvestRow] = []
-    for tag in last_patch_tags(str(args.mirror), "1.0", "99.99"):
-        release = tag.removeprefix("v")
-        for name, text in files_at(args.mirror, tag).items():
-            rows.extend(harvest_file(release, tag, name, text))
-        print(tag, len(rows), file=sys.stderr)
-    harvest_write(args.out, rows)
+    tags = last_patch_tags(str(args.mirror), "1.0", "99.99")
+    tags_harvest(args.mirror, {tag: tag.removeprefix("v") for tag in tags}, args.out)
 
 
 if __name__ == "__main__":
