@@ -1,6 +1,7 @@
 """The command line answers from the rules snapshot that load_content publishes, without starting Django, and
 gives exactly what the Django command gives from the database."""
 
+import functools
 import io
 import json
 import subprocess
@@ -40,7 +41,13 @@ def _without_timing(result: dict) -> dict:
     return result
 
 
-def test_every_fixture_gets_the_same_json_from_the_snapshot_as_from_the_database():
+def test_every_fixture_gets_the_same_json_from_the_snapshot_as_from_the_database(monkeypatch):
+    """Every fixture through the command line's whole path and through Django's. The command line reads the snapshot
+    at its first start and keeps it for the others: each start would read the same files, whose reading the tests
+    below check, and reading them once per fixture was most of this test's time."""
+    from kb import cli
+
+    monkeypatch.setattr(cli, "rules_snapshot_read", functools.cache(cli.rules_snapshot_read))
     for entry in ENTRIES:
         code, out, _ = _fast(str(entry.path), "--json")
         django_out = io.StringIO()
