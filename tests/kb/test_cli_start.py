@@ -42,12 +42,16 @@ def _without_timing(result: dict) -> dict:
 
 
 def test_every_fixture_gets_the_same_json_from_the_snapshot_as_from_the_database(monkeypatch):
-    """Every fixture through the command line's whole path and through Django's. The command line reads the snapshot
-    at its first start and keeps it for the others: each start would read the same files, whose reading the tests
-    below check, and reading them once per fixture was most of this test's time."""
-    from kb import cli
+    """Every fixture through the command line's whole path and through Django's. The snapshot is read, and content/
+    hashed for the drift warning, at the first start and kept for the others: each start would read the same
+    unchanged files (the tests below check the reading, test_content_changed_since_the_load_is_warned_about the
+    warning), and doing it again for each of the 274 fixtures was most of this test's time."""
+    from kb import checks, cli
 
     monkeypatch.setattr(cli, "rules_snapshot_read", functools.cache(cli.rules_snapshot_read))
+    revision = functools.cache(cli.content_revision)
+    monkeypatch.setattr(cli, "content_revision", revision)
+    monkeypatch.setattr(checks, "content_revision", revision)
     for entry in ENTRIES:
         code, out, _ = _fast(str(entry.path), "--json")
         django_out = io.StringIO()
