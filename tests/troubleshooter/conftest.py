@@ -49,8 +49,7 @@ def content_copy(tmp_path: Path) -> Path:
     return target
 
 
-FIXTURE_CONTENT = Path(__file__).parent  # trees/relay.yaml and the script parts it names, scripts/relay.yaml
-FIXTURE_TREES = FIXTURE_CONTENT / "trees"
+FIXTURE_TREES = Path(__file__).parent / "trees"
 
 
 @pytest.fixture(scope="session")
@@ -62,16 +61,3 @@ def relay():
     tree, _, problems = tree_file_read(FIXTURE_TREES / "relay.yaml", "tests/troubleshooter/trees/relay.yaml")
     assert not problems and tree is not None, problems
     return tree
-
-
-@pytest.fixture
-def relay_served(monkeypatch) -> Library:
-    """The wizard's pages serve the fixture tree and its script parts in place of the published content's trees, so
-    page tests check the views, not the wording of content/trees. Case pages and titles still come from the database."""
-    from troubleshooter import links, presentation, views
-
-    library = library_read(FIXTURE_CONTENT)
-    assert not library.errors and list(library.trees) == ["relay"], library.errors
-    for module in (views, presentation, links):
-        monkeypatch.setattr(module, "library_published", lambda: library)
-    return library
