@@ -2,6 +2,7 @@
 search index built in a temporary directory so tests never touch var/."""
 
 import os
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -53,3 +54,21 @@ def pytest_collection_modifyitems(config, items) -> None:
     for item in items:
         if item.get_closest_marker("django_db") or DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker("database")
+
+
+# The fixture tree as a content folder: trees/relay.yaml and the script parts its leaves name, scripts/relay.yaml.
+FIXTURE_CONTENT = Path(__file__).parent / "troubleshooter"
+
+
+@pytest.fixture
+def relay_served(monkeypatch):
+    """The wizard's pages serve the fixture tree and its script parts in place of the published content's trees, so
+    page tests check the views, not the wording of content/trees. Case pages and titles still come from the database."""
+    from troubleshooter import links, presentation, views
+    from troubleshooter.library import library_read
+
+    library = library_read(FIXTURE_CONTENT)
+    assert not library.errors and list(library.trees) == ["relay"], library.errors
+    for module in (views, presentation, links):
+        monkeypatch.setattr(module, "library_published", lambda: library)
+    return library

@@ -1,5 +1,5 @@
-"""The wizard in a real browser, keyboard only: htmx swaps, focus, Back/Forward, changing an answer, download,
-and the hand-off from a pasted log."""
+"""The wizard in a real browser, keyboard only: htmx swaps, focus, Back/Forward, changing an answer, download (on the
+fixture tree), and the hand-off from a pasted log (into the real tree)."""
 
 from __future__ import annotations
 
@@ -63,68 +63,63 @@ def answers(page) -> dict[str, str]:
     return dict(parse_qsl(urlsplit(page.url).query))
 
 
-def test_walk_the_wizard_with_the_keyboard_only(browser_page, tmp_path):
+RUN = {"phase": "running", "run-symptom": "slow", "launcher": "mpirun", "wait": "45"}
+LEAF = "The running all-reduce times out"
+
+
+def test_walk_the_wizard_with_the_keyboard_only(browser_page, relay_served, tmp_path):
+    """On the fixture tree (tests/troubleshooter/trees/relay.yaml), so rewording a real tree breaks none of this."""
     page = browser_page.page
-    page.goto(browser_page.base_url + "/troubleshoot/hang/")
+    page.goto(browser_page.base_url + "/troubleshoot/relay/")
     page.wait_for_function("() => window.htmx !== undefined")
 
-    choose(page, "During distributed initialisation")
-    expect_focused_heading(page, "What does the log show during initialisation?")
-    assert answers(page) == {"when": "init"}, "htmx pushed the step's URL"
+    choose(page, "While running")
+    expect_focused_heading(page, "What happens while running?")
+    assert answers(page) == {"phase": "running"}, "htmx pushed the step's URL"
     assert page.evaluate("() => document.querySelectorAll('h1').length") == 1, "only the step panel was swapped"
 
-    choose(page, "NCCL picked a wrong interface")
-    expect_focused_heading(page, "How do you start the ranks?")
+    choose(page, "An all-reduce times out")
+    expect_focused_heading(page, "What starts the ranks?")
 
-    choose(page, "mpirun or mpiexec")
-    expect_focused_heading(page, "Which network interface links the nodes?")
+    choose(page, "mpirun")
+    expect_focused_heading(page, "How many minutes should a collective wait?")
 
-    tab_to(page, lambda a: a["tag"] == "INPUT" and a["name"] == "iface")
-    page.keyboard.type("eth0; rm -rf ~")
+    tab_to(page, lambda a: a["tag"] == "INPUT" and a["name"] == "wait")
+    page.keyboard.type("45; rm -rf ~")
     page.keyboard.press("Enter")
     page.wait_for_selector("#wizard-step .error-message")
-    expect_focused_heading(page, "Which network interface links the nodes?")
+    expect_focused_heading(page, "How many minutes should a collective wait?")
     assert "That is not valid here" in page.inner_text("#wizard-step .error-message")
-    assert page.get_attribute("input[name=iface]", "aria-invalid") == "true"
+    assert page.get_attribute("input[name=wait]", "aria-invalid") == "true"
 
-    tab_to(page, lambda a: a["tag"] == "INPUT" and a["name"] == "iface")
+    tab_to(page, lambda a: a["tag"] == "INPUT" and a["name"] == "wait")
     page.keyboard.press("Control+A")
-    page.keyboard.type("eth0")
+    page.keyboard.type("45")
     page.keyboard.press("Enter")
-    expect_focused_heading(page, "Where do the ranks run?")
-
-    choose(page, "In Docker or Podman containers")
-    expect_focused_heading(page, "NCCL uses a network interface that does not reach the other nodes")
-    assert answers(page) == {"when": "init", "init-log": "iface", "launcher": "mpirun", "iface": "eth0", "container": "docker"}
+    expect_focused_heading(page, LEAF)
+    assert answers(page) == RUN
     script = page.inner_text("#fix-script pre")
-    assert "--mca btl_tcp_if_include eth0" in script
+    assert "-x NCCL_DEBUG -x TORCH_DISTRIBUTED_DEBUG" in script
     assert page.is_visible("button.copy-script"), "with JavaScript the copy button is shown"
-    assert "NCCL uses a network interface" in page.title()
+    assert LEAF in page.title()
 
     page.go_back()
-    expect_focused_heading(page, "Where do the ranks run?")
-    assert "container" not in answers(page)
+    expect_focused_heading(page, "How many minutes should a collective wait?")
+    assert answers(page)["wait"] == "45; rm -rf ~", "Back restores the step before, the refused value with it"
     page.go_forward()
-    expect_focused_heading(page, "NCCL uses a network interface that does not reach the other nodes")
+    expect_focused_heading(page, LEAF)
 
     page.focus("#step-focus")
-    tab_to(page, lambda a: a["tag"] == "A" and a["text"].startswith("Change") and "How do you start the ranks?" in a["text"])
+    tab_to(page, lambda a: a["tag"] == "A" and a["text"].startswith("Change") and "What starts the ranks?" in a["text"])
     page.keyboard.press("Enter")
-    expect_focused_heading(page, "How do you start the ranks?")
-    assert answers(page) == {
-        "when": "init",
-        "init-log": "iface",
-        "launcher": "mpirun",
-        "iface": "eth0",
-        "container": "docker",
-        "_change": "launcher",
-    }, "changing an earlier answer keeps the later ones"
+    expect_focused_heading(page, "What starts the ranks?")
+    assert answers(page) == {**RUN, "_change": "launcher"}, "changing an earlier answer keeps the later ones"
     assert page.is_checked("input[name=launcher][value=mpirun]"), "the current answer is selected"
 
     choose(page, "torchrun")
-    expect_focused_heading(page, "NCCL uses a network interface that does not reach the other nodes")
+    expect_focused_heading(page, LEAF)
     script = page.inner_text("#fix-script pre")
-    assert "export NCCL_SOCKET_IFNAME='=eth0'" in script and "--mca" not in script
+    assert "export NCCL_DEBUG=INFO" in script and "-x NCCL_DEBUG" not in script
 
     tab_to(page, lambda a: a["tag"] == "BUTTON" and a["text"] == "Copy script")
     page.keyboard.press("Enter")
@@ -145,12 +140,12 @@ def test_walk_the_wizard_with_the_keyboard_only(browser_page, tmp_path):
     assert "launcher=torchrun" in text
 
     assert not browser_page.console_errors, "no JavaScript error and no CSP violation"
-    assert {r for r in browser_page.failed_responses if r[1] != "/favicon.ico"} == {(400, "/troubleshoot/hang/")}, (
-        "the only failed request is the refused interface"
+    assert {r for r in browser_page.failed_responses if r[1] != "/favicon.ico"} == {(400, "/troubleshoot/relay/")}, (
+        "the only failed request is the refused value"
     )
 
 
-def test_the_wizard_works_without_javascript(browser_page_without_js):
+def test_the_wizard_works_without_javascript(browser_page_without_js, relay_served):
     page = browser_page_without_js.page
 
     def follow() -> None:
@@ -161,20 +156,19 @@ def test_the_wizard_works_without_javascript(browser_page_without_js):
         choose(page, label, submit=False)
         follow()
 
-    page.goto(browser_page_without_js.base_url + "/troubleshoot/hang/")
-    answer("At a compile step")
-    assert answers(page) == {"when": "compile"}
-    assert "What is being compiled?" in page.inner_text("#step-focus")
-    answer("Megatron-LM")
-    answer("No compiler runs")
+    page.goto(browser_page_without_js.base_url + "/troubleshoot/relay/")
+    answer("While warming up")
+    assert answers(page) == {"phase": "warmup"}
+    assert "What happens while warming up?" in page.inner_text("#step-focus")
+    answer("It stalls on a broadcast")
     answer("torchrun")
-    tab_to(page, lambda a: a["tag"] == "INPUT" and a["name"] == "megatron-dir")
-    page.keyboard.type("/workspace/Megatron-LM")
+    tab_to(page, lambda a: a["tag"] == "INPUT" and a["name"] == "wait")
+    page.keyboard.type("90")
     follow()
-    assert answers(page)["megatron-dir"] == "/workspace/Megatron-LM"
-    assert "A stale lock in Megatron-LM" in page.inner_text("#step-focus")
+    assert answers(page)["wait"] == "90"
+    assert "The warm-up broadcast stalls" in page.inner_text("#step-focus")
     assert not page.is_visible("button.copy-script"), "no copy button that cannot work"
-    assert "megatron/fused_kernels/build/lock" in page.inner_text("#fix-script pre")
+    assert "ip -br addr" in page.inner_text("#fix-script pre")
 
 
 SHOTS = os.environ.get("KB_SCREENSHOTS")  # a folder: save screenshots for a person to look at
@@ -182,7 +176,11 @@ MEGATRON_LOG = Path(settings.BASE_DIR) / "tests" / "fixtures" / "logs" / "heldou
 
 
 def test_a_pasted_log_continues_in_the_troubleshooter_with_its_answers_listed(browser_page):
-    """Paste on the home page, Diagnose, follow the hand-off: the log's answers are listed, each from your log."""
+    """Paste on the home page, Diagnose, follow the hand-off: the log's answers are listed, each from your log. A real
+    log into the real tree, whose wording is read from the tree rather than repeated here."""
+    from troubleshooter.library import library_read
+
+    tree = library_read(settings.CONTENT_DIR).trees["hang"]
     page = browser_page.page
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto(browser_page.base_url + "/")
@@ -190,18 +188,19 @@ def test_a_pasted_log_continues_in_the_troubleshooter_with_its_answers_listed(br
     page.click("form.diagnose-form button[type=submit]")
     page.click("text=Continue in the troubleshooter with these facts")
     page.wait_for_selector("#step-focus")
-    assert page.inner_text("#step-focus") == "What do you see on rank 0's node while the others wait?"
+    assert page.inner_text("#step-focus") == tree.question("megatron-state").text
     listed = page.locator(".answer-list li").all_inner_texts()
     assert len(listed) == 3 and all("from your log" in item for item in listed), listed
-    assert "At a compile step" in listed[0] and "srun" in listed[2]
+    assert tree.question("when").choice("compile").label in listed[0] and "srun" in listed[2]
     assert "3 answers came from your log" in page.inner_text(".from-log-note")
     if SHOTS:
         page.screenshot(path=str(Path(SHOTS) / "handoff-390.png"), full_page=True)
 
     page.locator(".answer-change").first.click()
     page.wait_for_function(
-        "() => document.activeElement && document.activeElement.id === 'step-focus' "
-        "&& document.activeElement.textContent.includes('When does the job stop')"
+        "(text) => document.activeElement && document.activeElement.id === 'step-focus' "
+        "&& document.activeElement.textContent.includes(text)",
+        arg=tree.question(tree.start).text,
     )
     assert page.is_checked("input[name=when][value=compile]"), "Change selects the log's answer"
     if SHOTS:

@@ -53,6 +53,18 @@ def catalogue() -> Catalogue:
     return Catalogue.load()
 
 
+@pytest.fixture(scope="module")
+def built() -> dict[str, str]:
+    """What build.py makes of the committed harvest, built once for the tests that compare with it."""
+    return build.build_all()
+
+
+@pytest.fixture(scope="module")
+def committed() -> dict[str, dict]:
+    """Each committed messages file, parsed once for the tests that read its entries."""
+    return {path.stem: load_yaml(path.read_text(encoding="utf-8")) for path in sorted(MESSAGES_DIR.glob("*.yaml"))}
+
+
 def hits_by_id(catalogue: Catalogue, line: str) -> dict[str, object]:
     return {hit.id: hit for hit in catalogue.match(line)}
 
@@ -60,8 +72,7 @@ def hits_by_id(catalogue: Catalogue, line: str) -> dict[str, object]:
 # --- the build ------------------------------------------------------------------------------------------------------
 
 
-def test_build_reproduces_the_committed_catalogue_byte_for_byte() -> None:
-    built = build.build_all()
+def test_build_reproduces_the_committed_catalogue_byte_for_byte(built: dict[str, str]) -> None:
     assert sorted(built) == sorted(p.stem for p in MESSAGES_DIR.glob("*.yaml"))
     for program, text in built.items():
         assert text == (MESSAGES_DIR / f"{program}.yaml").read_text(encoding="utf-8"), (
@@ -69,27 +80,27 @@ def test_build_reproduces_the_committed_catalogue_byte_for_byte() -> None:
         )
 
 
-def test_ids_do_not_depend_on_line_numbers() -> None:
-    """An edit that moves a message in its file must not rename its entry."""
+def test_ids_do_not_depend_on_line_numbers(built: dict[str, str]) -> None:
+    """An edit that moves a message in its file must not rename its entry. build_all built nccl from these rows."""
     rows = harvest_read(HARVEST_DIR / "nccl.tsv")
     moved = [dataclasses.replace(row, line=row.line + 1000) for row in rows]
-    ids = [e["id"] for e in load_yaml(build.build_program("nccl", rows))["entries"]]
+    ids = [e["id"] for e in load_yaml(built["nccl"])["entries"]]
     assert ids == [e["id"] for e in load_yaml(build.build_program("nccl", moved))["entries"]]
 
 
-def test_ids_are_unique_and_well_formed(catalogue: Catalogue) -> None:
+def test_ids_are_unique_and_well_formed(committed: dict[str, dict]) -> None:
     ids = []
-    for path in MESSAGES_DIR.glob("*.yaml"):
-        ids.extend(e["id"] for e in load_yaml(path.read_text(encoding="utf-8"))["entries"])
+    for document in committed.values():
+        ids.extend(e["id"] for e in document["entries"])
     assert len(ids) == len(set(ids))
     bad = [i for i in ids if not re.fullmatch(r"[a-z0-9]+(\.[a-z0-9_]+)+\.v\d+", i)]
     assert not bad, bad[:10]
 
 
-def test_entries_use_only_documented_meanings_and_types() -> None:
+def test_entries_use_only_documented_meanings_and_types(committed: dict[str, dict]) -> None:
     doc = (ROOT / "content" / "catalogue" / "FORMAT.md").read_text(encoding="utf-8")
-    for path in MESSAGES_DIR.glob("*.yaml"):
-        for entry in load_yaml(path.read_text(encoding="utf-8"))["entries"]:
+    for document in committed.values():
+        for entry in document["entries"]:
             assert f"`{entry['meaning']}`" in doc, f"{entry['id']}: meaning {entry['meaning']} not in FORMAT.md"
             for f in entry.get("fields", ()):
                 assert f"`{f['type']}`" in doc, f"{entry['id']}: field type {f['type']} not in FORMAT.md"

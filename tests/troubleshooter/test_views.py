@@ -1,4 +1,6 @@
-"""Wizard pages through the Django test client, as plain pages and as htmx partials."""
+"""Wizard pages through the Django test client, as plain pages and as htmx partials, served from the fixture tree
+(tests/troubleshooter/trees/relay.yaml), so rewording a real tree breaks none of these. The real trees' pages are
+checked in test_views_real_trees.py."""
 
 from __future__ import annotations
 
@@ -10,17 +12,17 @@ import pytest
 from tests.kb.html_checks import assert_valid_html, element_ids
 from kb.content.revision import content_revision
 from troubleshooter.engine import tree_step
-from troubleshooter.links import step_url
 from troubleshooter.tree_model import tree_walk
 
 pytestmark = pytest.mark.django_db
 
-IFNAME = {"when": "init", "init-log": "iface", "launcher": "mpirun", "iface": "eth0", "container": "docker"}
+RUN = {"phase": "running", "run-symptom": "slow", "launcher": "mpirun", "wait": "45"}
+VALUE_STEP = {"phase": "running", "run-symptom": "slow", "launcher": "mpirun"}
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
 
 def url(answers: dict[str, str]) -> str:
-    return "/troubleshoot/hang/?" + urlencode(sorted(answers.items()))
+    return "/troubleshoot/relay/?" + urlencode(sorted(answers.items()))
 
 
 def assert_valid_fragment(content: bytes) -> None:
@@ -33,8 +35,8 @@ def elements(content: bytes, tag: str | None = None) -> list:
 
 
 @pytest.fixture(autouse=True)
-def _content(loaded_content):
-    """Every page here shows case titles from the database."""
+def _content(loaded_content, relay_served):
+    """Every page here serves the fixture tree; pages show case titles from the database."""
 
 
 def test_the_index_offers_every_tree_and_its_starting_points(client):
@@ -42,46 +44,41 @@ def test_the_index_offers_every_tree_and_its_starting_points(client):
     assert response.status_code == 200
     assert_valid_html(response.content)
     hrefs = {a.get("href") for a in elements(response.content, "a")}
-    assert "/troubleshoot/hang/" in hrefs
-    for start in ("launch", "init", "compile", "trainer", "training", "every-job"):
-        assert f"/troubleshoot/hang/?when={start}" in hrefs
-
-
-def test_the_index_lists_the_diagnosing_trees_before_the_capture_tree(client):
-    hrefs = [a.get("href") for a in elements(client.get("/troubleshoot/").content, "a")]
-    assert hrefs.index("/troubleshoot/hang/") < hrefs.index("/troubleshoot/capture/")
+    assert "/troubleshoot/relay/" in hrefs
+    for start in ("warmup", "running"):
+        assert f"/troubleshoot/relay/?phase={start}" in hrefs
 
 
 def test_the_first_step_is_a_full_page_with_a_live_region(client):
-    response = client.get("/troubleshoot/hang/")
+    response = client.get("/troubleshoot/relay/")
     assert response.status_code == 200
     assert_valid_html(response.content)
     region = next(el for el in elements(response.content, "div") if el.get("id") == "wizard-step")
     assert region.get("aria-live") == "polite"
     assert "step-focus" in element_ids(response.content)
-    assert b"When does the job stop making progress?" in response.content
+    assert b"When does the relay stop?" in response.content
 
 
 def test_an_htmx_request_gets_only_the_step_panel(client):
-    response = client.get(url({"when": "init"}), **HTMX)
+    response = client.get(url({"phase": "running"}), **HTMX)
     assert response.status_code == 200
     assert not response.content.lstrip().startswith(b"<!DOCTYPE")
     assert b"<html" not in response.content and b'id="wizard-step"' not in response.content
     assert response.content.lstrip().startswith(b'<div class="step"')
     assert_valid_fragment(response.content)
-    assert b"What does the log show during initialisation?" in response.content
+    assert b"What happens while running?" in response.content
 
 
 def test_an_htmx_history_restore_gets_the_full_page(client):
-    response = client.get(url({"when": "init"}), HTTP_HX_REQUEST="true", HTTP_HX_HISTORY_RESTORE_REQUEST="true")
+    response = client.get(url({"phase": "running"}), HTTP_HX_REQUEST="true", HTTP_HX_HISTORY_RESTORE_REQUEST="true")
     assert b"<html" in response.content
 
 
 def test_full_and_partial_responses_vary_on_the_htmx_header(client):
-    assert "HX-Request" in client.get(url({"when": "init"}))["Vary"]
+    assert "HX-Request" in client.get(url({"phase": "running"}))["Vary"]
 
 
-@pytest.mark.parametrize("answers", [{}, {"when": "init"}, {"when": "init", "init-log": "iface", "launcher": "mpirun"}, IFNAME])
+@pytest.mark.parametrize("answers", [{}, {"phase": "running"}, VALUE_STEP, RUN])
 def test_every_htmx_element_is_also_a_plain_link_or_form(client, answers):
     for element in elements(client.get(url(answers)).content):
         if element.get("hx-get") is None:
@@ -92,7 +89,7 @@ def test_every_htmx_element_is_also_a_plain_link_or_form(client, answers):
         assert element.get("hx-push-url") == "true"
 
 
-@pytest.mark.parametrize("answers", [{}, {"when": "init", "init-log": "iface", "launcher": "mpirun"}, IFNAME])
+@pytest.mark.parametrize("answers", [{}, VALUE_STEP, RUN])
 def test_pages_carry_no_inline_script_style_or_hx_on(client, answers):
     for partial in (False, True):
         content = client.get(url(answers), **(HTMX if partial else {})).content
@@ -104,7 +101,7 @@ def test_pages_carry_no_inline_script_style_or_hx_on(client, answers):
 
 
 def test_links_carry_the_answers_sorted_so_equal_states_share_a_url(client):
-    page = client.get(url({"when": "init", "init-log": "iface"}))
+    page = client.get(url({"phase": "running", "run-symptom": "slow"}))
     for a in elements(page.content, "a"):
         query = urlsplit(a.get("href") or "").query
         keys = [k for k, _ in parse_qsl(query)]
@@ -114,8 +111,12 @@ def test_links_carry_the_answers_sorted_so_equal_states_share_a_url(client):
 @pytest.mark.parametrize(
     "answers, kind, names",
     [
-        ({"when": "init", "init-log": "iface", "launcher": "mpirun"}, "value-form", ["iface", "init-log", "launcher", "when"]),
-        ({"when": "init", "init-log": "iface"}, "choice-form", ["init-log"] + ["launcher"] * 5 + ["when"]),
+        (VALUE_STEP, "value-form", ["launcher", "phase", "run-symptom", "wait"]),
+        (
+            {"phase": "running", "run-symptom": "slow", "wait": "45"},
+            "choice-form",
+            ["launcher"] * 5 + ["phase", "run-symptom", "wait"],
+        ),
     ],
 )
 def test_the_answer_form_sends_every_answer_in_sorted_order(client, answers, kind, names):
@@ -123,88 +124,85 @@ def test_the_answer_form_sends_every_answer_in_sorted_order(client, answers, kin
     page = client.get(url(answers))
     form = next(el for el in elements(page.content, "form") if kind in (el.get("class") or ""))
     assert [el.get("name") for el in form.iter() if el.tag == "input"] == names
-    assert form.get("method") == "get" and form.get("action") == "/troubleshoot/hang/"
+    assert form.get("method") == "get" and form.get("action") == "/troubleshoot/relay/"
 
 
 def test_every_earlier_answer_has_a_link_to_change_it(client):
-    page = client.get(url(IFNAME))
+    page = client.get(url(RUN))
     changes = [a for a in elements(page.content, "a") if "answer-change" in (a.get("class") or "")]
-    assert len(changes) == len(IFNAME)
+    assert len(changes) == len(RUN)
     changed = set()
     for link in changes:
         pairs = parse_qsl(urlsplit(link.get("href")).query)
-        assert dict(p for p in pairs if p[0] != "_change") == IFNAME, "a change link keeps every answer"
+        assert dict(p for p in pairs if p[0] != "_change") == RUN, "a change link keeps every answer"
         changed |= {v for k, v in pairs if k == "_change"}
-    assert changed == set(IFNAME), "and names the one it changes"
+    assert changed == set(RUN), "and names the one it changes"
 
 
 def test_changing_an_earlier_answer_keeps_the_later_ones(client):
-    page = client.get(url({**IFNAME, "_change": "launcher"}))
-    assert "How do you start the ranks?" in page.content.decode()
+    page = client.get(url({**RUN, "_change": "launcher"}))
+    assert "What starts the ranks?" in page.content.decode()
     form = next(el for el in elements(page.content, "form") if "choice-form" in (el.get("class") or ""))
     kept = {el.get("name"): el.get("value") for el in form.iter() if el.tag == "input" and el.get("type") == "hidden"}
-    assert kept == {k: v for k, v in IFNAME.items() if k != "launcher"}
+    assert kept == {k: v for k, v in RUN.items() if k != "launcher"}
     leaf = client.get(url({**kept, "launcher": "torchrun"}))
-    assert b"NCCL uses a network interface" in leaf.content and b"--mca" not in leaf.content
+    assert b"The running all-reduce times out" in leaf.content and b"<code>-x</code>" not in leaf.content
 
 
 def test_every_step_has_a_restart_link(client):
-    for answers in ({"when": "init"}, IFNAME):
-        assert "/troubleshoot/hang/" in {a.get("href") for a in elements(client.get(url(answers)).content, "a")}
+    for answers in ({"phase": "running"}, RUN):
+        assert "/troubleshoot/relay/" in {a.get("href") for a in elements(client.get(url(answers)).content, "a")}
 
 
 def test_the_leaf_page_links_the_case_and_its_exact_fix_steps(client):
-    page = client.get(url(IFNAME))
+    page = client.get(url(RUN))
     assert page.status_code == 200
     hrefs = [a.get("href") for a in elements(page.content, "a")]
-    assert "/kb/nccl-socket-ifname-wrong-interface/" in hrefs
-    for number in range(1, 7):
-        assert f"/kb/nccl-socket-ifname-wrong-interface/#fix-{number}" in hrefs
-    case_ids = element_ids(client.get("/kb/nccl-socket-ifname-wrong-interface/").content)
-    assert {f"fix-{n}" for n in range(1, 7)} <= case_ids
+    assert "/kb/relay-running/" in hrefs and "/kb/relay-running/#fix-1" in hrefs
+    assert not [h for h in hrefs if h and h.startswith("/kb/relay-running/#") and h != "/kb/relay-running/#fix-1"]
 
 
 def test_the_leaf_page_shows_the_highlighted_script_a_copy_button_and_a_download(client):
-    page = client.get(url(IFNAME))
+    page = client.get(url(RUN))
     content = page.content.decode()
     assert '<div class="highlight"><pre tabindex="0">' in content
     assert "#!/usr/bin/env bash" in content
     button = next(el for el in elements(page.content, "button") if "copy-script" in (el.get("class") or ""))
     assert button.get("hidden") is not None, "without JavaScript the copy button stays hidden"
     download = next(a for a in elements(page.content, "a") if a.get("download") is not None)
-    assert download.get("href") == "/troubleshoot/hang/fix.sh?" + urlencode(sorted(IFNAME.items()))
+    assert download.get("href") == "/troubleshoot/relay/fix.sh?" + urlencode(sorted(RUN.items()))
 
 
 def test_the_leaf_page_says_whether_the_script_applies_settings(client):
     """Issue 11: a leaf whose script exports nothing must not claim to apply settings."""
-    assert "<code>NCCL_SOCKET_IFNAME</code>" in client.get(url(IFNAME)).content.decode()
-    store = {"when": "launch", "launch-log": "store", "launcher": "torchrun", "master-addr": "10.0.0.5", "master-port": "29500"}
-    content = client.get(url(store)).content.decode()
+    assert "<code>NCCL_DEBUG</code>" in client.get(url(RUN)).content.decode()
+    warmup = {"phase": "warmup", "warm-symptom": "stall", "launcher": "torchrun", "wait": "45"}
+    content = client.get(url(warmup)).content.decode()
     assert " exports " not in content and "sets no environment variable" in content
 
 
 def test_the_download_is_the_script_shown_on_the_page(client):
-    page = client.get(url(IFNAME)).content.decode()
-    response = client.get("/troubleshoot/hang/fix.sh?" + urlencode(sorted(IFNAME.items())))
+    page = client.get(url(RUN)).content.decode()
+    response = client.get("/troubleshoot/relay/fix.sh?" + urlencode(sorted(RUN.items())))
     assert response.status_code == 200
     assert response["Content-Type"] == "text/x-shellscript"
     assert response["Content-Disposition"] == 'attachment; filename="fix.sh"'
     script = response.content.decode()
     assert script.startswith("#!/usr/bin/env bash\n")
-    assert "# Case:      http://testserver/kb/nccl-socket-ifname-wrong-interface/" in script
-    assert "# Made by:   http://testserver/troubleshoot/hang/?" in script
+    assert "# Case:      http://testserver/kb/relay-running/" in script
+    assert "# Made by:   http://testserver/troubleshoot/relay/?" in script
     text_on_page = "".join(next(el for el in elements(page.encode(), "pre")).itertext())
     assert text_on_page == script
 
 
 def test_the_script_header_names_the_content_revision(client, settings):
-    script = client.get("/troubleshoot/hang/fix.sh?" + urlencode(sorted(IFNAME.items()))).content.decode()
+    script = client.get("/troubleshoot/relay/fix.sh?" + urlencode(sorted(RUN.items()))).content.decode()
     assert f"# Content revision: {content_revision(settings.CONTENT_DIR)}" in script
 
 
-def test_every_question_and_every_leaf_renders_as_valid_html(client, library):
+def test_every_question_and_every_leaf_renders_as_valid_html(client, relay_served):
     """One state per leaf, and every prefix of it: every question page and every diagnosis page."""
-    tree = library.trees["hang"]
+    tree = relay_served.trees["relay"]
     seen_leaves, seen_questions = set(), set()
     for state in tree_walk(tree):
         leaf = tree_step(tree, state).leaf.id
@@ -230,25 +228,25 @@ def test_every_question_and_every_leaf_renders_as_valid_html(client, library):
     "query, message",
     [
         ("nosuch=1", "not a question in this troubleshooter"),
-        ("when=yesterday", "is not one of the answers"),
-        ("when=init&when=launch", "is answered 2 times"),
-        ("leaf-ifname=1", "a diagnosis, not a question"),
-        ("iface=eth0%3Bid", "That is not valid here"),
+        ("phase=yesterday", "is not one of the answers"),
+        ("phase=warmup&phase=running", "is answered 2 times"),
+        ("leaf-run=1", "a diagnosis, not a question"),
+        ("wait=45%3Bid", "That is not valid here"),
     ],
 )
 def test_a_tampered_state_is_a_400_with_a_message(client, query, message):
     for partial in (False, True):
-        response = client.get(f"/troubleshoot/hang/?{query}", **(HTMX if partial else {}))
+        response = client.get(f"/troubleshoot/relay/?{query}", **(HTMX if partial else {}))
         assert response.status_code == 400
         assert message in response.content.decode()
         (assert_valid_fragment if partial else assert_valid_html)(response.content)
 
 
 def test_a_bad_free_value_asks_the_question_again_with_the_value_marked(client):
-    response = client.get(url({**IFNAME, "iface": "eth0 eth1"}))
+    response = client.get(url({**RUN, "wait": "45 50"}))
     assert response.status_code == 400
-    field = next(el for el in elements(response.content, "input") if el.get("name") == "iface")
-    assert field.get("aria-invalid") == "true" and field.get("value") == "eth0 eth1"
+    field = next(el for el in elements(response.content, "input") if el.get("name") == "wait")
+    assert field.get("aria-invalid") == "true" and field.get("value") == "45 50"
 
 
 def test_an_unknown_tree_is_a_404(client):
@@ -257,58 +255,26 @@ def test_an_unknown_tree_is_a_404(client):
 
 
 def test_a_script_for_an_unfinished_state_is_a_400_naming_the_next_question(client):
-    response = client.get("/troubleshoot/hang/fix.sh?when=init")
+    response = client.get("/troubleshoot/relay/fix.sh?phase=running")
     assert response.status_code == 400
-    assert b"What does the log show during initialisation?" in response.content
-
-
-@pytest.mark.django_db
-def test_a_tree_the_last_load_refused_does_not_reach_the_wizard(client, settings, content_copy, tmp_path):
-    """Regression (robustness probe): the wizard read content/ live, so an invalid tree that load_content
-    had refused ("nothing was changed") broke /troubleshoot/hang/ at once."""
-    from django.core.management import call_command
-    from django.core.management.base import CommandError
-
-    settings.CONTENT_DIR = content_copy
-    settings.SEARCH_INDEX_DIR = tmp_path / "published"
-    call_command("load_content", verbosity=0)
-    (content_copy / "trees" / "hang.yaml").write_text("id: hang\nnodes: [broken\n")
-    with pytest.raises(CommandError):
-        call_command("load_content", verbosity=0)
-    response = client.get("/troubleshoot/hang/")
-    assert response.status_code == 200 and b"When does the job stop making progress?" in response.content
-
-
-@pytest.mark.django_db
-def test_a_troubleshooter_outcome_asks_did_this_fix_it_and_counts_the_vote(client, loaded_content, library):
-    import re
-    from kb.reports.store import case_feedback
-
-    state = next(iter(tree_walk(library.trees["hang"])))
-    leaf = tree_step(library.trees["hang"], state).leaf
-    page = client.get(step_url("hang", state)).content.decode()
-    assert "Did this fix it?" in page and 'name="target" value="wizard"' in page
-    ballot = re.search(r'name="ballot" value="([^"]+)"', page).group(1)
-    ref = re.search(r'name="ref" value="([^"]+)"', page).group(1)
-    response = client.post("/vote", {"target": "wizard", "ballot": ballot, "ref": ref, "answer": "yes"})
-    assert response.status_code in (200, 302) and case_feedback(leaf.case)["yes"] == 1
+    assert b"What happens while running?" in response.content
 
 
 @pytest.mark.parametrize("headers", [{}, HTMX], ids=["plain", "htmx"])
 def test_a_state_with_an_answer_off_the_path_redirects_to_its_canonical_url(client, headers):
     """A submitted form carries every answer; one for a branch the new answer left behind must not stay in the URL."""
-    response = client.get(url({**IFNAME, "when": "compile"}), **headers)
+    response = client.get(url({**RUN, "phase": "warmup"}), **headers)
     assert response.status_code == 302
-    assert response["Location"] == url({"when": "compile", "launcher": "mpirun", "iface": "eth0", "container": "docker"})
+    assert response["Location"] == url({"phase": "warmup", "launcher": "mpirun", "wait": "45"})
     assert client.get(response["Location"], **headers).status_code == 200
 
 
 def test_a_canonical_state_is_served_without_a_redirect(client):
-    assert client.get(url({**IFNAME, "_log": "when"})).status_code == 200
+    assert client.get(url({**RUN, "_log": "phase"})).status_code == 200
 
 
 def test_a_value_question_page_shows_its_help_once(client):
-    page = client.get(url({"when": "init", "init-log": "iface", "launcher": "mpirun"}))
+    page = client.get(url(VALUE_STEP))
     section = next(el for el in elements(page.content, "section") if el.get("class") == "question")
     helps = ["".join(el.itertext()) for el in section.iter() if "help" in (el.get("class") or "").split()]
-    assert len(helps) == 1 and helps[0].count("ip -br addr") == 2 and helps[0].count("eth0") == 1
+    assert len(helps) == 1 and helps[0].count("slowest step") == 1 and helps[0].count("45") == 1
