@@ -7,6 +7,10 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 HTMX_VERSION := 2.0.11
+# Python writes its bytecode caches even where the environment says not to (PYTHONDONTWRITEBYTECODE=1 on some
+# machines): every pytest worker and every subprocess the tests start would otherwise compile the project again
+# (collection: 6.7 s of CPU without the caches, 4.4 s with them).
+export PYTHONDONTWRITEBYTECODE :=
 
 # make serve: 0 sizes gunicorn from CPUs and memory (config/serve.py prints how). Diagnosis POSTs (the paste, the
 # API, the share form) per client address, and addresses that skip that limit (e.g. a CI runner's).
