@@ -12,7 +12,7 @@ makes CsrfViewMiddleware set its cookie, as rendering `{{ csrf_token }}` would h
 Why it cannot serve one reader's page to another:
 - a page is rendered without its request, so without context processors: nothing of the user, the session or
   their messages can reach it (`request` and `user` are not in its context at all; the test in
-  tests/kb/test_page_cache.py compares a cached page with the page Django renders with the request);
+  tests/kb/web/test_page_cache.py compares a cached page with the page Django renders with the request);
 - every key holds the content revision the database serves, and a page is kept only when that revision is still
   the one served after rendering, so a page whose rows straddled a `load_content` is answered once and never kept;
   the views add what else the page is made of (the case's counts, the search's build and query).

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from hypothesis import HealthCheck, settings as hypothesis_settings
 
 # Property tests: a bounded run for every `make test`, and a long one on demand:
-#   HYPOTHESIS_PROFILE=long .venv/bin/python -m pytest tests/kb/test_hostile_input.py
+#   HYPOTHESIS_PROFILE=long .venv/bin/python -m pytest tests/kb/web/test_hostile_input.py
 hypothesis_settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 hypothesis_settings.register_profile("long", max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
@@ -26,7 +26,7 @@ def django_db_setup(django_db_setup, django_db_blocker, tmp_path_factory):
 @pytest.fixture(autouse=True, scope="session")
 def app_rate_limit_off():
     """The app's own per-address limits (config/ratelimit.py, on under `make run`) would count every test's POSTs
-    from the test client's one address; tests/kb/test_rate_limits.py turns them on where it checks them."""
+    from the test client's one address; tests/kb/web/test_rate_limits.py turns them on where it checks them."""
     settings.KB_APP_RATE_LIMIT = False
 
 

@@ -1,6 +1,6 @@
 """Find the environment variables, long flags, Open MPI MCA parameters and commands that content names.
 
-Pure Python (no Django). `tests/kb/test_content_names.py` checks every name found in content/ against
+Pure Python (no Django). `tests/kb/content/test_content_names.py` checks every name found in content/ against
 the committed allow-list `content/names.yaml`, so a made-up or removed name cannot come back.
 
 What counts as a name (every rule works on one line at a time and runs in linear time):

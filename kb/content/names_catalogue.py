@@ -2,7 +2,7 @@
 
 Two stages so that CI can check the catalogue without the sources. Stage 1 (tools/catalogue/names_<program>.py) reads
 release wheels or tags and writes raw rows to content/catalogue/names/harvest/<program>.tsv. Stage 2 (`build`, here,
-pure and deterministic) turns a harvest into content/catalogue/names/<program>.yaml; tests/kb/test_names_catalogue.py
+pure and deterministic) turns a harvest into content/catalogue/names/<program>.yaml; tests/kb/content/test_names_catalogue.py
 rebuilds it byte for byte. kb/content/ranges.py checks content against the YAML.
 """
 

@@ -17,7 +17,7 @@ shapes are judged, in one sentence, list item, table row or heading:
   must be word for word in a template of the message catalogue (content/catalogue/messages) of the program the
   bound or else the sentence names (else of the only program that prints it); the releases are those that print
   any template containing it. The message catalogue is 2 MB of YAML (1-3 s to read), so content_check does not
-  load it: tests/kb/test_prose_ranges.py (slow, as tests/kb/test_message_ranges.py) and `make claims` pass it.
+  load it: tests/kb/content/test_prose_ranges.py (slow, as tests/kb/content/test_message_ranges.py) and `make claims` pass it.
 
 The program is the one the statement names (PyTorch, NCCL, TE, DeepSpeed, accelerate); else the only catalogue
 that has the name (and, when content/names.yaml lists the name, that says it reads it). Anything else is not

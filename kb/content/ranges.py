@@ -1,6 +1,6 @@
 """Check the release ranges the content gives for names against the names catalogue (issue 32).
 
-Pure: no Django. tests/kb/test_content_ranges.py runs `range_problems` on the real content and fails with every
+Pure: no Django. tests/kb/content/test_content_ranges.py runs `range_problems` on the real content and fails with every
 problem as `file:line: message`. The catalogue (content/catalogue/names/<program>.yaml, kb/content/names_catalogue.py)
 says, for each harvested release of a program, which environment variables and flags it reads.
 

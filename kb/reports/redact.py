@@ -99,7 +99,7 @@ _SECRET_RULES: list[tuple[str, re.Pattern, str | Callable[[re.Match], str]]] = [
     ),
 ]
 # Literals (case-folded) each rule's pattern cannot match without: a rule runs only on a text holding one of them,
-# so a log is scanned by a few patterns instead of all of them (tests/kb/test_redaction.py checks every rule has
+# so a log is scanned by a few patterns instead of all of them (tests/kb/web/test_redaction.py checks every rule has
 # some, found in its example).
 _NEEDLES: dict[str, tuple[str, ...]] = {
     "private key block": ("private key",),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from tests.kb.test_timeouts import TRAINING_ARGS, WATCHDOG
+from tests.kb.web.test_timeouts import TRAINING_ARGS, WATCHDOG
 
 pytestmark = pytest.mark.browser
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.kb.test_results_page import sixty_four_rank_log
+from tests.kb.web.test_results_page import sixty_four_rank_log
 
 pytestmark = pytest.mark.browser
 SIZES = [pytest.param({"width": 1366, "height": 900}, id="1366x900"), pytest.param({"width": 390, "height": 844}, id="390x844")]
@@ -175,7 +175,7 @@ def test_a_paste_and_a_file_are_refused_with_a_message(browser_page, size, tmp_p
 def test_an_unexplained_hang_shows_its_timeouts_and_leads_to_the_capture_script(browser_page, size):
     """The timeouts table fits the phone's width, and the capture link opens the capture tree with the log's
     launcher answered, ending in a script to download."""
-    from tests.kb.test_timeouts import TRAINING_ARGS, WATCHDOG
+    from tests.kb.web.test_timeouts import TRAINING_ARGS, WATCHDOG
 
     page = browser_page.page
     log = "+ torchrun --nproc_per_node 2 train.py\n" + TRAINING_ARGS.format(seconds=5400) + WATCHDOG.format(ms=600000, ran=600083)

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.kb.test_results_page import sixty_four_rank_log
+from tests.kb.web.test_results_page import sixty_four_rank_log
 
 pytestmark = pytest.mark.browser
 SIZES = [pytest.param({"width": 1366, "height": 900}, id="1366x900"), pytest.param({"width": 390, "height": 844}, id="390x844")]

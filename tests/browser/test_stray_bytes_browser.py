@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.kb.test_stray_control_bytes import BUS_ERROR_LOG, SHM_CASE
+from tests.kb.web.test_stray_control_bytes import BUS_ERROR_LOG, SHM_CASE
 
 pytestmark = pytest.mark.browser
 SIZES = [pytest.param({"width": 1366, "height": 900}, id="1366x900"), pytest.param({"width": 390, "height": 844}, id="390x844")]

@@ -14,8 +14,8 @@ from markdown_it import MarkdownIt
 
 from kb.models import Report
 from diagnosis.markdown_safe import code_span, fenced, visible_controls
-from tests.kb.test_reports import MARKER, share
-from tests.kb.test_results_page import sixty_four_rank_log
+from tests.kb.web.test_reports import MARKER, share
+from tests.kb.web.test_results_page import sixty_four_rank_log
 
 RENDER = MarkdownIt("commonmark").enable("table")
 EVIL_LINK = "[Click to fix](https://evil.example/phish)"

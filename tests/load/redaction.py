@@ -1,5 +1,5 @@
 """`make loadtest`: redaction and masking stay linear: 50 MB of `-----BEGIN RSA PRIVATE KEY-----` lines (129 s before
-issue 34, B3), then, for each rule, its five adversarial shapes of tests/kb/test_redaction.py in one text of 2 MB
+issue 34, B3), then, for each rule, its five adversarial shapes of tests/kb/web/test_redaction.py in one text of 2 MB
 (50 MB each would take about 12 minutes on 2 cores: every rule is linear, about 0.5 s a megabyte all together).
 Each text must be cleaned within 2 s of CPU a megabyte."""
 
@@ -13,7 +13,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 from kb.reports.redact import clean_text  # noqa: E402
-from tests.kb.test_redaction import MASK_EXAMPLES, RULE_EXAMPLES, adversarial_texts  # noqa: E402
+from tests.kb.web.test_redaction import MASK_EXAMPLES, RULE_EXAMPLES, adversarial_texts  # noqa: E402
 
 BIG = int(os.environ.get("KB_LOAD_REDACTION_BYTES", 50 * 1024 * 1024))
 SIZE = 2 * 1024 * 1024

@@ -1,6 +1,6 @@
 """Stage 2 of the names catalogue: content/catalogue/names/harvest/<program>.tsv -> content/catalogue/names/<program>.yaml.
 
-Pure and deterministic (kb.content.names_catalogue.build); tests/kb/test_names_catalogue.py checks that the committed
+Pure and deterministic (kb.content.names_catalogue.build); tests/kb/content/test_names_catalogue.py checks that the committed
 YAML is what this writes, so the catalogue cannot drift from its harvest.
 
 Usage: .venv/bin/python tools/catalogue/names_build.py [program ...]   (default: every harvested program)

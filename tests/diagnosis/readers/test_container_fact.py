@@ -4,7 +4,7 @@ the hand-off must not ask it again when the log already says (issue 33, item 1).
 import pytest
 
 from diagnosis.readers.facts import fact_literals, facts_extract
-from diagnosis.scanning import TextScanner
+from diagnosis.scan.scanner import TextScanner
 from diagnosis.text import LineLocator
 
 

@@ -2,7 +2,7 @@
 before the cut still places the rank, and a fuller copy of the same line later in the log completes it."""
 
 from diagnosis.readers.facts import fact_literals, ranks_extract
-from diagnosis.scanning import TextScanner
+from diagnosis.scan.scanner import TextScanner
 from diagnosis.text import LineLocator
 
 # PyTorch 2.5 (ProcessGroupNCCL.cpp:616), then the same message quoted again by the watchdog thread's exception (:1595)

@@ -13,7 +13,7 @@ import pytest
 
 pytestmark = pytest.mark.django_db
 
-LOG = Path(__file__).resolve().parent.parent / "fixtures" / "logs" / "fsdp_rank2_behind_torch25.log"
+LOG = Path(__file__).resolve().parents[2] / "fixtures" / "logs" / "fsdp_rank2_behind_torch25.log"
 
 
 def test_a_raw_log_sent_as_curl_sends_it_is_diagnosed(client):

@@ -16,7 +16,7 @@ from tests.kb.html_checks import assert_valid_html
 from tests.kb.diagnose_cli import diagnose_json
 
 pytestmark = pytest.mark.django_db
-LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
+LOGS = Path(__file__).resolve().parents[2] / "fixtures" / "logs"
 WATCHDOG = (
     "[rank3]:[E ProcessGroupNCCL.cpp:563] [Rank 3] Watchdog caught collective operation timeout: "
     "WorkNCCL(SeqNum=2, OpType=_ALLGATHER_BASE, NumelIn=131334656, NumelOut=1050677248, "

@@ -12,7 +12,7 @@ from kb.content.message_ranges import message_range_problems
 
 pytestmark = pytest.mark.slow  # reads the whole catalogue: make test runs it, make check does not
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_content_ranges_agree_with_the_message_catalogue():

@@ -182,7 +182,7 @@ def test_ordinary_log_lines_are_left_as_they_are():
 def test_context_lines_of_a_report_shared_without_its_log_are_stored_redacted(client):
     """B5: the lines around evidence are stored with a report even when its full log is not."""
     from kb.models import Report
-    from tests.kb.test_reports import MARKER, share
+    from tests.kb.web.test_reports import MARKER, share
 
     log = "\n".join([text for text, _ in MISSED_IN_TURN_3[:6]] + [MARKER] + [text for text, _ in MISSED_IN_TURN_3[6:]]) + "\n"
     report, url = share(client, log)

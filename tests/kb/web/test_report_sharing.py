@@ -8,8 +8,8 @@ import re
 import pytest
 
 from kb.reports.log_view import PAGE_LINES, log_anchors, log_found, log_lines, log_marked
-from tests.kb.test_reports import share
-from tests.kb.test_results_page import sixty_four_rank_log
+from tests.kb.web.test_reports import share
+from tests.kb.web.test_results_page import sixty_four_rank_log
 
 LOG = sixty_four_rank_log()
 

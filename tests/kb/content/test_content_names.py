@@ -14,7 +14,7 @@ import yaml
 
 from kb.content.names import KINDS, Occurrence, content_names, markdown_names, unknown_names, yaml_names
 
-CONTENT = Path(__file__).resolve().parents[2] / "content"
+CONTENT = Path(__file__).resolve().parents[3] / "content"
 NAMES_FILE = CONTENT / "names.yaml"
 REQUIRED = ("name", "kind", "software", "versions", "source")
 

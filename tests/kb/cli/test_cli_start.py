@@ -20,7 +20,7 @@ from kb.models import ContentState
 from tests.kb.case_files import write_case
 
 pytestmark = pytest.mark.django_db
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 ENTRIES = corpus_entries(REPO / "tests" / "fixtures" / "logs")
 
 

@@ -18,7 +18,7 @@ from kb.reports import templates as tpl
 
 pytestmark = pytest.mark.django_db
 
-PASTES = Path(__file__).resolve().parents[1] / "fixtures" / "pastes"
+PASTES = Path(__file__).resolve().parents[2] / "fixtures" / "pastes"
 SETS = ("tuned", "heldout", "heldout2", "heldout3", "heldout4", "heldout5")  # not heldout6, heldout7: held out
 
 

@@ -16,7 +16,7 @@ from kb.content.fields import fields_check
 from kb.content.schema import FRAME_FIELDS, SIGNATURE_FIELDS, STEP_FIELDS, harmless_check
 from tests.kb.case_files import line_of
 
-CONTENT = Path(__file__).resolve().parents[2] / "content"
+CONTENT = Path(__file__).resolve().parents[3] / "content"
 SIGNATURE = {
     "id": "nccl-multi-rank-gpu-refused",
     "description": "NCCL 2.30.7 refused two ranks on one GPU.",

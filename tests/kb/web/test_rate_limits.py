@@ -8,7 +8,7 @@ import pytest
 from django.core.cache import caches
 
 from config.ratelimit import RULES, allowed
-from tests.kb.test_reports import MARKER
+from tests.kb.web.test_reports import MARKER
 
 pytestmark = pytest.mark.django_db
 SEARCH = next(rule for rule in RULES if rule.name == "search")

@@ -10,8 +10,8 @@ import pytest
 from django.utils import timezone
 
 from kb.models import Case, CaseMatchDay
-from tests.kb.test_capture_next_time import LAUNCH, PYSPY, TIMEOUT
-from tests.kb.test_results_page import sixty_four_rank_log
+from tests.kb.web.test_capture_next_time import LAUNCH, PYSPY, TIMEOUT
+from tests.kb.web.test_results_page import sixty_four_rank_log
 
 pytestmark = pytest.mark.django_db
 

@@ -17,7 +17,7 @@ from django.db import OperationalError, connection
 from django.test import Client
 
 from kb.models import LineTemplate, Report
-from tests.kb.test_reports import MARKER, share
+from tests.kb.web.test_reports import MARKER, share
 
 pytestmark = pytest.mark.django_db
 

@@ -232,7 +232,7 @@ def test_a_log_with_a_rank_s_own_exception_never_says_no_failure_was_found(clien
     call every suspicious line harmless (seen in Chromium: 'No failure found in this log' above rank 1's traceback)."""
     from pathlib import Path
 
-    log = Path(__file__).resolve().parents[1] / "fixtures/logs/generated/keyerror-dataloader-rank1-peer-closed-torch2141.log"
+    log = Path(__file__).resolve().parents[2] / "fixtures/logs/generated/keyerror-dataloader-rank1-peer-closed-torch2141.log"
     page = diagnose_page(client, log.read_text())
     assert "No failure found in this log" not in page
     assert "raised an exception (KeyError" in page
@@ -243,7 +243,7 @@ def test_a_harmless_message_s_page_is_never_offered_as_possibly_related(client):
     never as a possible cause in the answer box (seen in Chromium: its page was the first 'possibly related')."""
     from pathlib import Path
 
-    log = Path(__file__).resolve().parents[1] / "fixtures/logs/generated/keyerror-dataloader-rank1-peer-closed-torch2141.log"
+    log = Path(__file__).resolve().parents[2] / "fixtures/logs/generated/keyerror-dataloader-rank1-peer-closed-torch2141.log"
     page = diagnose_page(client, log.read_text())
     related = page[page.index("Possibly related") : page.index("</ul>", page.index("Possibly related"))]
     assert "/kb/harmless/" not in related

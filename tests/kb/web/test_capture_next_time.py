@@ -47,7 +47,7 @@ def test_stacks_in_the_log_are_not_asked_for_again(client):
 
 
 def test_a_log_whose_cause_is_known_offers_no_capture_script(client):
-    from tests.kb.test_results_page import sixty_four_rank_log
+    from tests.kb.web.test_results_page import sixty_four_rank_log
 
     assert _capture_link(client, sixty_four_rank_log()) is None
 

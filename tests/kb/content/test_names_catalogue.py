@@ -13,7 +13,7 @@ from kb.content.names_catalogue import CATALOGUE_DIR, PROGRAMS, HarvestRow, buil
 
 pytestmark = pytest.mark.slow  # over a few seconds in all: make test runs it, make check does not
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TOOLS = ROOT / "tools" / "catalogue"
 HARVESTED = sorted(p.stem for p in (CATALOGUE_DIR / "harvest").glob("*.tsv"))
 

@@ -12,7 +12,7 @@ from kb.content.names_catalogue import Catalogue, CatalogueEntry, load
 from kb.content.ranges import disagreement, exported_by_release, range_problems, spec_of
 from kb.content.yamllines import YamlDocument
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CONTENT = ROOT / "content"
 SKELETON = ROOT / "troubleshooter" / "script_skeleton"
 

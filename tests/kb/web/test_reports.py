@@ -16,7 +16,7 @@ from kb.models import CaseMatchDay, ContentState, LineTemplate, Report, Vote
 from kb.reports import store
 from kb.reports.redact import clean_text, mask_text, redact_text
 from kb.reports.templates import cluster_lines, draft_pattern, draft_signature, line_template
-from tests.kb.test_results_page import sixty_four_rank_log
+from tests.kb.web.test_results_page import sixty_four_rank_log
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ from django.core.management.base import CommandError
 from tests.kb.diagnose_cli import diagnose_json
 
 pytestmark = pytest.mark.django_db
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 TIMEOUT = (
     "[rank{r}]:[E ProcessGroupNCCL.cpp:563] [Rank {r}] Watchdog caught collective operation timeout: "
     "WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600103 "

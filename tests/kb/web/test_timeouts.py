@@ -173,7 +173,7 @@ def test_a_gloo_group_s_timeout_is_read_from_real_torch_output(rules):
     """tests/fixtures/generators: two ranks on gloo with a 10 s group timeout, rank 1 silent (torch 2.8.0)."""
     from pathlib import Path
 
-    log = Path(__file__).resolve().parent.parent / "fixtures/logs/generated/allreduce-rank1-silent-gloo-timeout-torch280.log"
+    log = Path(__file__).resolve().parents[2] / "fixtures/logs/generated/allreduce-rank1-silent-gloo-timeout-torch280.log"
     result = log_diagnose([("job.log", log)], rules)
     assert result.timeouts["first"]["seconds"] == 10 and result.timeouts["first"]["fired"]
 

@@ -12,7 +12,7 @@ from django.test import Client, RequestFactory
 
 from config.static import StaticFilesMiddleware
 from kb.reports.store import token_hash
-from tests.kb.test_reports import MARKER, share
+from tests.kb.web.test_reports import MARKER, share
 
 
 def delete_token(page: str) -> str:

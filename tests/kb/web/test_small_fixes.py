@@ -9,8 +9,8 @@ import pytest
 from django.template.loader import render_to_string
 
 from kb.models import Report
-from tests.kb.test_reports import share
-from tests.kb.test_results_page import sixty_four_rank_log
+from tests.kb.web.test_reports import share
+from tests.kb.web.test_results_page import sixty_four_rank_log
 
 pytestmark = pytest.mark.django_db
 

@@ -14,8 +14,8 @@ from kb import page_cache
 from kb.models import Case, Vote
 from kb.reports import store
 from kb.reports.voters import VOTER_COOKIE
-from tests.kb.test_reports import share
-from tests.kb.test_results_page import sixty_four_rank_log
+from tests.kb.web.test_reports import share
+from tests.kb.web.test_results_page import sixty_four_rank_log
 
 pytestmark = pytest.mark.django_db
 

@@ -16,7 +16,7 @@ from tools.corpus import content_rules, corpus_entries, entry_diagnose, entry_ve
 
 pytestmark = pytest.mark.slow  # over a few seconds in all: make test runs it, make check does not
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CONTENT = settings.CONTENT_DIR
 LOGS = REPO / "tests" / "fixtures" / "logs"
 ENTRIES = corpus_entries(LOGS)

@@ -14,7 +14,7 @@ from kb.content.prose_ranges import Wordings, prose_range_problems, verdicts
 from kb.content.ranges import NameOwners
 from tests.kb.case_files import case_text, line_of, write_case
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TORCH = ("2.2.2", "2.5.1", "2.7.1", "2.8.0", "2.10.0", "2.14.1", "2.15.0")
 ENTRIES = (
     CatalogueEntry("TORCH_FR_BUFFER_SIZE", "env", "2.8.0", "2.15.0", "FlightRecorder.hpp"),
@@ -146,7 +146,7 @@ def test_content_prose_agrees_with_the_names_catalogue():
     assert not problems, "\n".join(map(str, problems))
 
 
-@pytest.mark.slow  # reads the whole message catalogue, as tests/kb/test_message_ranges.py does
+@pytest.mark.slow  # reads the whole message catalogue, as tests/kb/content/test_message_ranges.py does
 def test_content_prose_agrees_with_the_message_catalogue():
     from diagnosis.catalogue import Catalogue
 
