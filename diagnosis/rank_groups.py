@@ -136,12 +136,14 @@ def rank_groups_build(
     members: dict[tuple, list[int]] = {}
     for rank, key in placed.items():
         members.setdefault(key, []).append(rank)
-    largest = max(len(ranks) for ranks in members.values())
+    # A group is measured against the largest group of ranks that said where they are: the quiet ranks are odd
+    # already, and fifteen of them beside one rank's timeout do not make that rank an odd one out.
+    largest = max((len(ranks) for key, ranks in members.items() if info[key]["basis"] != "quiet"), default=0)
     groups = []
     for key, ranks in members.items():
         ranks.sort()
         data = info[key]
-        odd = data["odd"] or len(ranks) < largest
+        odd = data["odd"] or (data["basis"] != "quiet" and len(ranks) < largest)
         group = {
             "ranks": ranks,
             "count": len(ranks),

@@ -370,9 +370,12 @@ def _groups(reporting: dict[int, RankState], silent: list[int], behind: list[int
     if silent:
         groups.append({"ranks": silent, "where": "no timeout line", "state": "silent", "odd": True})
     groups.sort(key=lambda g: (g["odd"], -len(g["ranks"]), g["ranks"][0]))
-    if len(groups) > 1:
-        largest = max(len(g["ranks"]) for g in groups)
-        for g in groups:
+    # Among the ranks that reported, a group smaller than the largest is where the others are not. The silent ranks
+    # are not measured against: one rank's timeout beside fifteen that printed none is no odd one out of its own.
+    reported = [g for g in groups if g["state"] == "timed out"]
+    if len(reported) > 1:
+        largest = max(len(g["ranks"]) for g in reported)
+        for g in reported:
             g["odd"] = g["odd"] or len(g["ranks"]) < largest
     for g in groups:
         g["label"] = ranks_text(g["ranks"])

@@ -54,6 +54,24 @@ def test_a_smaller_group_is_flagged_odd_and_the_largest_is_not():
     assert [(g["label"], g["odd"]) for g in groups] == [("ranks 0–2", False), ("rank 3", True)]
 
 
+def test_one_rank_s_timeout_beside_ranks_that_printed_none_is_not_an_odd_one_out():
+    """A paste of one rank's watchdog line from a 16-rank job: the fifteen silent ranks are where to look, and the
+    rank that reported is not odd merely for being outnumbered by them (the page flagged both)."""
+    verdict = rank_verdict(watchdog({4: ("ALLREDUCE", 91885, 91884)}), 16)
+    assert [(g["where"], g["odd"]) for g in verdict.groups] == [
+        ("ALLREDUCE #91885, last completed 91884", False),
+        ("no timeout line", True),
+    ]
+    groups = build(verdict=verdict, world_size=16)["groups"]
+    assert [(g["label"], g["odd"]) for g in groups] == [("ranks 0–3, 5–15", True), ("rank 4", False)]
+
+
+def test_among_the_ranks_that_reported_the_smaller_group_is_still_odd_beside_silent_ranks():
+    verdict = rank_verdict(watchdog({1: ("_ALLGATHER_BASE", 50, 49), 5: ("_ALLGATHER_BASE", 50, 49), 0: ("REDUCE", 50, 49)}), 6)
+    odd = {g["where"].split(" ")[0]: g["odd"] for g in verdict.groups}
+    assert odd == {"_ALLGATHER_BASE": False, "REDUCE": True, "no": True}
+
+
 def test_a_rank_whose_files_are_empty_is_listed_as_no_output():
     verdict = rank_verdict(watchdog({0: ("ALLREDUCE", 1, None), 1: ("ALLREDUCE", 1, None), 2: ("ALLREDUCE", 1, None)}), None)
     where = build(verdict=verdict, file_ranks={0: 900, 1: 900, 2: 900, 3: 0})
