@@ -4,9 +4,12 @@ and the admin login, which is also the curators' (issue 34: B4, B15). `make serv
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from django.core.cache import caches
 
+from config import ratelimit
 from config.ratelimit import RULES, allowed
 from tests.kb.web.test_reports import MARKER
 
@@ -15,9 +18,12 @@ SEARCH = next(rule for rule in RULES if rule.name == "search")
 
 
 @pytest.fixture(autouse=True)
-def limits_on(settings):
+def limits_on(settings, monkeypatch):
+    """The limits on, and the limiter's clock stopped: a bucket refills one request every few seconds, and seven
+    sign-ins (each a password hash) took longer than that on a loaded machine, so the sixth was let through."""
     settings.KB_APP_RATE_LIMIT = True
     caches["default"].clear()
+    monkeypatch.setattr(ratelimit, "time", SimpleNamespace(monotonic=lambda: 1000.0))
 
 
 def test_log_posts_to_search_past_the_burst_get_429_with_a_message(client):
