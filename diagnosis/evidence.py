@@ -11,7 +11,7 @@ from typing import Any
 
 from diagnosis.engine import CaseMatch, Diagnosis
 from diagnosis.rules import Rules
-from diagnosis.text import log_text
+from diagnosis.text import line_rank, log_text
 from diagnosis.verdict import RankVerdict
 
 CONTEXT_LINES = 5
@@ -20,8 +20,6 @@ ODD_RANKS_SCANNED = 4
 CONTEXT_CHARS = 2000
 ODD_ROW_CHARS = 500
 CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-# The rank a line names: a torchrun/accelerate prefix ("[rank3]:", "[Rank 3]") or a message's own "rank 3".
-RANK_RE = re.compile(r"\[(?:rank|Rank|RANK)\s?(\d{1,6})\]|\brank (\d{1,6})\b")
 
 
 @dataclass(frozen=True)
@@ -45,14 +43,6 @@ class SourceText:
 def printable(text: str) -> str:
     """Text without the control characters HTML may not carry (colour codes were removed before)."""
     return CONTROL_RE.sub("", text)
-
-
-def line_rank(text: str) -> int | None:
-    """The rank a log line names near its start, if any."""
-    match = RANK_RE.search(text[:300])
-    if not match:
-        return None
-    return int(match.group(1) or match.group(2))
 
 
 def odd_ranks(verdict: RankVerdict | None) -> list[int]:

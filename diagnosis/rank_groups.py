@@ -11,11 +11,11 @@ Plain data in, plain data out: the page, the JSON and the command line render th
 
 from __future__ import annotations
 
-import re
 from typing import Any, Iterable, Protocol
 
 from diagnosis.readers.base import Evidence
 from diagnosis.rules import Step
+from diagnosis.text import line_rank
 from diagnosis.verdict import RankVerdict, ranks_text
 
 # What a rank with no position of its own is doing, in words.
@@ -29,7 +29,6 @@ MAX_GROUPS = 24  # groups listed (largest first); the rest are counted in groups
 SUMMARY_GROUPS = 8  # groups named in the one-line summary
 # The job facts a group is itself evidence of: a case condition on one of these supports the group.
 _QUIET_FACTS = frozenset({"silent_ranks", "fr_missing_ranks"})
-_EVIDENCE_RANK_RE = re.compile(r"\[(?:rank|Rank|RANK) ?(\d{1,6})\]|\(rank (\d{1,6})\)")
 
 
 class MatchLike(Protocol):
@@ -229,7 +228,7 @@ def _link(
 
 
 def _evidence_rank(evidence: Evidence, source_ranks: dict[str, int]) -> int | None:
-    found = _EVIDENCE_RANK_RE.search(evidence.text[:300])
-    if found:
-        return int(found.group(1) or found.group(2))
+    found = line_rank(evidence.text)
+    if found is not None:
+        return found
     return source_ranks.get(evidence.source) if evidence.source else None

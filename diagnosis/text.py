@@ -323,6 +323,18 @@ SRUN_LABEL_PREFIX = "^" + _srun_label(rf"({_NUMBER})")
 _RANK_PREFIX_RE = re.compile(f"{TORCHRUN_PREFIX}|{TAG_OUTPUT_PREFIX}|{SRUN_LABEL_PREFIX}")
 
 
+# The rank an evidence line names near its start: a torchrun/accelerate prefix ("[rank3]:", "[Rank 3]") or a
+# message's own "rank 3" (c10d's "(rank 3)"). The evidence rows and the rank groups both ask it, so a row is never
+# one rank's on the page and another's in the groups.
+_LINE_RANK_RE = re.compile(r"\[(?:rank|Rank|RANK)\s?(\d{1,6})\]|\brank (\d{1,6})\b")
+
+
+def line_rank(text: str) -> int | None:
+    """The rank a log line names near its start (its first 300 characters), if any."""
+    match = _LINE_RANK_RE.search(text[:300])
+    return int(match.group(1) or match.group(2)) if match else None
+
+
 def rank_prefix_split(line: str) -> tuple[str, int | None]:
     """The line without a launcher's rank prefix (looked for in its first 80 characters), and the rank it named."""
     match = _RANK_PREFIX_RE.search(line[:80])

@@ -57,3 +57,23 @@ def test_every_fact_reported_on_real_logs_is_declared_by_the_engine_or_by_a_sign
     captured = {name for signature in rules.signatures for name in signature.regex.groupindex}
     assert facts_reported - set(FACTS) - captured == set()
     assert facts_reported & set(FACTS), "the contract logs gave no engine fact at all"
+
+
+@pytest.mark.parametrize(
+    ("line", "rank"),
+    [
+        ("[rank3]:[E1123 06:12:44 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog caught collective operation timeout", 3),
+        ("[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5", 1),
+        ("RuntimeError: [3] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d (rank 3)", 3),
+        ("Detected mismatch between collectives on ranks. Rank 0 is running collective: CollectiveFingerPrint", None),
+        ("step 100 loss 2.31", None),
+    ],
+)
+def test_the_evidence_rows_and_the_rank_groups_read_a_line_s_rank_by_one_rule(line, rank):
+    """diagnosis.text.line_rank is the one reading: the evidence rows mark a row's rank with it and the rank groups
+    take a group's evidence with it (each had its own regex, and a "rank 3" in the text counted in one only)."""
+    from diagnosis import evidence, rank_groups
+    from diagnosis.text import line_rank
+
+    assert line_rank(line) == rank
+    assert evidence.line_rank is rank_groups.line_rank is line_rank
