@@ -41,6 +41,15 @@ def test_the_releases_that_print_every_line_become_a_fact(rules):
     assert any(band.startswith("torch 1.13.1-") for band in bands)
 
 
+def test_a_bare_watchdog_timeout_line_is_read_by_meaning(rules):
+    """The collective-timeout line, pasted without its c10d prefix, carries no generic failure word."""
+    text = (
+        "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, "
+        "Timeout(ms)=600000) ran for 600123 milliseconds before timing out.\n"
+    )
+    assert "watchdog.timeout" in _job(text, rules)["printed"]
+
+
 def test_the_same_message_from_every_rank_is_one_meaning(rules):
     text = "".join(
         f"[rank{r}]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer "
