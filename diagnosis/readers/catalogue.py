@@ -42,6 +42,7 @@ MARKERS = (
     "Failed",
     "exitcode",
     "exits with return code",
+    "Watchdog caught",  # torch's collective-timeout line, whose words carry none of the markers above
 )
 # A line with one of these is printed by a catalogued program: matching no template, it is listed as unrecognised.
 KNOWN_PREFIX = re.compile(

@@ -41,6 +41,15 @@ def test_the_releases_that_print_every_line_become_a_fact(rules):
     assert any(band.startswith("torch 1.13.1-") for band in bands)
 
 
+def test_a_bare_watchdog_timeout_line_is_read_by_meaning(rules):
+    """The collective-timeout line, pasted without its c10d prefix, carries no generic failure word."""
+    text = (
+        "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, "
+        "Timeout(ms)=600000) ran for 600123 milliseconds before timing out.\n"
+    )
+    assert "watchdog.timeout" in _job(text, rules)["printed"]
+
+
 def test_the_same_message_from_every_rank_is_one_meaning(rules):
     text = "".join(
         f"[rank{r}]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer "
@@ -77,3 +86,18 @@ def test_cases_count_what_a_catalogued_line_means():
     case = next(m for m in diagnosis.matches if m.slug == "jit-extension-build-failure")
     assert "build.failed" in diagnosis.facts["printed"]
     assert "printed-build-failed" in [s["id"] for s in case.signals]
+
+
+def test_a_gloo_size_mismatch_counts_for_the_desync_case():
+    """Gloo's own mismatch wording (torch 2.9 and later) names no collective, yet it is a collective mismatch: the
+    desync case counts it through the meaning, beside its signatures for torch's DETAIL wording."""
+    from tools.corpus import content_rules
+
+    rules = content_rules(MESSAGES.parents[1])
+    text = (
+        "[rank1]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:1045] Received data size doesn't "
+        "match expected size. Is there a distributed collective mismatch in your code?\n"
+    )
+    diagnosis = log_diagnose([("job.log", text.encode())], rules)
+    case = next(m for m in diagnosis.matches if m.slug == "collective-mismatch-desync")
+    assert "printed-collective-mismatch" in [s["id"] for s in case.signals]
