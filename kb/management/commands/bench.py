@@ -64,9 +64,10 @@ class Command(BaseCommand):
                 size = writer(path, size_bytes=megabytes * 1024 * 1024)
                 _hung_for_an_hour(path)
                 mb = size / (1024 * 1024)
-                (seconds, diagnosis), (grep_s, watchdog_lines) = best_of(
+                (seconds, result), (grep_s, watchdog_lines) = best_of(
                     runs, lambda: diagnosis_run([(path.name, path)]), lambda: grep_count(path)
                 )
+                diagnosis = result.diagnosis
                 top = diagnosis.matches[0] if diagnosis.matches else None
                 self.stdout.write(
                     f"\n{shape}: {mb:.1f} MB, {diagnosis.stats['lines']} lines, {watchdog_lines} watchdog lines (deterministic)"
