@@ -1,6 +1,7 @@
 """Untrusted text comes back escaped wherever it enters; forms need CSRF; bad URLs are 4xx, never 500."""
 
 import pytest
+from hypothesis import given, strategies as st
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
@@ -93,3 +94,12 @@ def test_no_template_contains_inline_script_or_style():
         assert not re.search(r"<script(?![^>]*\bsrc=)", text), template
         assert " style=" not in text and "<style" not in text, template
         assert not re.search(r"<[^>]*\s(?:on[a-z]+|hx-on[:\w-]*)\s*=", text), template
+
+
+@given(st.binary(max_size=400) | st.text(max_size=200).map(lambda t: t.encode("utf-8")))
+def test_the_quick_control_check_agrees_with_the_whole_pattern(content):
+    """config.security.has_controls looks only where a control's first byte is; it must find exactly what a search
+    with the whole pattern finds (ESC, U+202E and the other invisible controls the page shows as escapes)."""
+    from config.security import _CONTROL_BYTES_RE, has_controls
+
+    assert has_controls(content) == bool(_CONTROL_BYTES_RE.search(content))
