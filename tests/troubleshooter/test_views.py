@@ -9,24 +9,18 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import html5lib
 import pytest
 
+from tests.troubleshooter.pages import HTMX, assert_valid_fragment, every_page_renders
 from tests.kb.html_checks import assert_valid_html, element_ids
 from kb.content.revision import content_revision
-from troubleshooter.engine import tree_step
-from troubleshooter.tree_model import tree_walk
 
 pytestmark = pytest.mark.django_db
 
 RUN = {"phase": "running", "run-symptom": "slow", "launcher": "mpirun", "wait": "45"}
 VALUE_STEP = {"phase": "running", "run-symptom": "slow", "launcher": "mpirun"}
-HTMX = {"HTTP_HX_REQUEST": "true"}
 
 
 def url(answers: dict[str, str]) -> str:
     return "/troubleshoot/relay/?" + urlencode(sorted(answers.items()))
-
-
-def assert_valid_fragment(content: bytes) -> None:
-    html5lib.HTMLParser(strict=True, namespaceHTMLElements=False).parseFragment(content.decode())
 
 
 def elements(content: bytes, tag: str | None = None) -> list:
@@ -203,25 +197,7 @@ def test_the_script_header_names_the_content_revision(client, settings):
 def test_every_question_and_every_leaf_renders_as_valid_html(client, relay_served):
     """One state per leaf, and every prefix of it: every question page and every diagnosis page."""
     tree = relay_served.trees["relay"]
-    seen_leaves, seen_questions = set(), set()
-    for state in tree_walk(tree):
-        leaf = tree_step(tree, state).leaf.id
-        if leaf in seen_leaves:
-            continue
-        seen_leaves.add(leaf)
-        path = [a.question.id for a in tree_step(tree, state).path]
-        for cut in range(len(path) + 1):
-            answers = {k: state[k] for k in path[:cut]}
-            step = tree_step(tree, answers)
-            key = step.question.id if step.question else step.leaf.id
-            if key in seen_questions:
-                continue
-            seen_questions.add(key)
-            for partial in (False, True):
-                response = client.get(url(answers), **(HTMX if partial else {}))
-                assert response.status_code == 200, (answers, response.content[:300])
-                (assert_valid_fragment if partial else assert_valid_html)(response.content)
-    assert seen_leaves == {leaf.id for leaf in tree.leaves()}
+    every_page_renders(client, tree)
 
 
 @pytest.mark.parametrize(
