@@ -196,6 +196,7 @@ class Command(BaseCommand):
             subprocess.run(
                 [sys.executable, "manage.py", "diagnose", str(path)],
                 cwd=settings.BASE_DIR,
+                env={**os.environ, "KB_INDEX_DIR": str(settings.SEARCH_INDEX_DIR)},  # the build this process reads
                 capture_output=True,
                 check=True,
             )
