@@ -1,4 +1,4 @@
-"""The curators' report (issue 33 item 6) in a real browser at desktop width: clusters counted in pastes, a draft
+"""The curators' report (issue 33 item 6) in a real browser, at desktop and phone width: clusters counted in pastes, a draft
 signature each, and the two answers, Dismiss and This is case, with htmx (the cluster swapped in place) and without
 JavaScript (the form posts and the page comes back). axe-core finds no violation, light and dark."""
 
@@ -15,15 +15,16 @@ from tests.browser.test_case_page_browser import AXE
 
 pytestmark = pytest.mark.browser
 DESKTOP = {"width": 1366, "height": 900}
+SIZES = [pytest.param(DESKTOP, id="1366x900"), pytest.param({"width": 390, "height": 844}, id="390x844")]
 
 
-def signed_in(current, django_user_model) -> object:
+def signed_in(current, django_user_model, size: dict) -> object:
     django_user_model.objects.create_user("curator", password="a-long-pass-1", is_staff=True)
     store.templates_record("unmatched", ["<time> frobnicator ERROR widget <num> failed"] * 3)
     store.templates_record("unmatched", ["<time> frobnicator ERROR widget <num> failed"])
     store.templates_record("unmatched", ["gizmo service unreachable: connection refused by <host>"])
     page = current.page
-    page.set_viewport_size(DESKTOP)
+    page.set_viewport_size(size)
     page.goto(current.base_url + "/admin/login/?next=/curate/")
     page.fill("#id_username", "curator")
     page.fill("#id_password", "a-long-pass-1")
@@ -38,17 +39,18 @@ def screenshot(page, name: str) -> None:
         page.screenshot(path=os.path.join(os.environ["KB_SCREENSHOTS"], name), full_page=True)
 
 
-def test_a_curator_links_and_dismisses_with_htmx(browser_page, django_user_model):
-    links_and_dismisses(browser_page, django_user_model, javascript=True)
+@pytest.mark.parametrize("size", SIZES)
+def test_a_curator_links_and_dismisses_with_htmx(browser_page, django_user_model, size):
+    links_and_dismisses(browser_page, django_user_model, javascript=True, size=size)
 
 
 def test_a_curator_links_and_dismisses_without_javascript(browser_page_without_js, django_user_model):
-    links_and_dismisses(browser_page_without_js, django_user_model, javascript=False)
+    links_and_dismisses(browser_page_without_js, django_user_model, javascript=False, size=DESKTOP)
 
 
-def links_and_dismisses(current, django_user_model, *, javascript: bool) -> None:
-    name = "htmx" if javascript else "no-js"
-    page = signed_in(current, django_user_model)
+def links_and_dismisses(current, django_user_model, *, javascript: bool, size: dict) -> None:
+    name = f"{'htmx' if javascript else 'no-js'}-{size['width']}"
+    page = signed_in(current, django_user_model, size)
     frob = LineTemplate.objects.get(template__contains="frobnicator")
     gizmo = LineTemplate.objects.get(template__contains="gizmo")
     item = page.locator(f"#cluster-{frob.id}")
@@ -75,7 +77,7 @@ def links_and_dismisses(current, django_user_model, *, javascript: bool) -> None
 
     page.goto(current.base_url + "/curate/")
     assert page.locator(f"#cluster-{gizmo.id}").count() == 0 and page.locator(f"#cluster-{frob.id}").count() == 1
-    assert page.evaluate("() => document.documentElement.scrollWidth") <= DESKTOP["width"]
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= size["width"]
     assert current.console_errors == [] and current.failed_responses == []
     if javascript:
         page.evaluate(AXE)
