@@ -12,24 +12,18 @@ import pytest
 from kb.models import LineTemplate
 from kb.reports import store
 from tests.browser.test_case_page_browser import AXE
+from tests.browser.screens import DESKTOP, SIZES, curator_signed_in
 
 pytestmark = pytest.mark.browser
-DESKTOP = {"width": 1366, "height": 900}
-SIZES = [pytest.param(DESKTOP, id="1366x900"), pytest.param({"width": 390, "height": 844}, id="390x844")]
 
 
 def signed_in(current, django_user_model, size: dict) -> object:
-    django_user_model.objects.create_user("curator", password="a-long-pass-1", is_staff=True)
     store.templates_record("unmatched", ["<time> frobnicator ERROR widget <num> failed"] * 3)
     store.templates_record("unmatched", ["<time> frobnicator ERROR widget <num> failed"])
     store.templates_record("unmatched", ["gizmo service unreachable: connection refused by <host>"])
     page = current.page
     page.set_viewport_size(size)
-    page.goto(current.base_url + "/admin/login/?next=/curate/")
-    page.fill("#id_username", "curator")
-    page.fill("#id_password", "a-long-pass-1")
-    page.click("input[type=submit]")
-    page.wait_for_url("**/curate/")
+    curator_signed_in(page, current.base_url, django_user_model, "/curate/")
     return page
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.kb.job_fixtures import tar_gz, torchrun_job
+from tests.browser.screens import PHONE
 
 pytestmark = pytest.mark.browser
-PHONE = {"width": 390, "height": 844}
 SHOTS = os.environ.get("KB_SCREENSHOTS")  # a folder: save screenshots for a person to look at
 
 

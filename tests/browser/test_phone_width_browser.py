@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from tests.browser.screens import PHONE
+
 pytestmark = pytest.mark.browser
 
-PHONE = {"width": 390, "height": 844}
 # The header, the title, the summary and the "do this first" box come first; the issue measured "Symptoms" at 2,984 px.
 FIRST_SECTION_WITHIN_PX = 1100
 CASE_SLUGS = sorted(p.stem for p in (Path(settings.CONTENT_DIR) / "cases").glob("*.md"))

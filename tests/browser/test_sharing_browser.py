@@ -8,32 +8,20 @@ import re
 
 import pytest
 
-from tests.kb.web.test_results_page import sixty_four_rank_log
+from tests.browser.screens import SIZES, pasted_and_shared
 
 pytestmark = pytest.mark.browser
-SIZES = [pytest.param({"width": 1366, "height": 900}, id="1366x900"), pytest.param({"width": 390, "height": 844}, id="390x844")]
 PLAIN_HTTP = (
     "Object.defineProperty(window, 'isSecureContext', {value: false});"
     "Object.defineProperty(Navigator.prototype, 'clipboard', {get: () => undefined});"
 )
 
 
-def shared_with_log(page, base_url: str) -> str:
-    page.goto(base_url + "/")
-    page.fill("#log", sixty_four_rank_log())
-    page.click("form.diagnose-form button[type=submit]")
-    page.wait_for_selector("#share button[type=submit]")
-    page.check("#share input[name=store_log]")
-    page.click("#share button[type=submit]")
-    page.wait_for_url("**/d/*")
-    return page.url
-
-
 @pytest.mark.parametrize("size", SIZES)
 def test_copy_as_markdown_copies_absolute_links_on_a_plain_http_host(browser_page, size):
     page = browser_page.page
     page.set_viewport_size(size)
-    url = shared_with_log(page, browser_page.base_url)
+    url = pasted_and_shared(page, browser_page.base_url, store_log=True)
     page.add_init_script(PLAIN_HTTP)
     page.goto(url)
     assert page.evaluate("() => navigator.clipboard === undefined")
@@ -51,7 +39,7 @@ def test_copy_as_markdown_copies_absolute_links_on_a_plain_http_host(browser_pag
 
 def test_without_javascript_the_copy_button_stays_hidden(browser_page_without_js):
     page = browser_page_without_js.page
-    url = shared_with_log(page, browser_page_without_js.base_url)
+    url = pasted_and_shared(page, browser_page_without_js.base_url, store_log=True)
     page.goto(url)
     assert not page.locator("button.copy-markdown").is_visible()
     assert page.locator("#report-markdown").is_visible()
@@ -61,7 +49,7 @@ def test_without_javascript_the_copy_button_stays_hidden(browser_page_without_js
 def test_an_evidence_line_opens_at_its_place_in_the_stored_log(browser_page, size):
     page = browser_page.page
     page.set_viewport_size(size)
-    shared_with_log(page, browser_page.base_url)
+    pasted_and_shared(page, browser_page.base_url, store_log=True)
     row = page.locator(".evidence-row").first
     row.locator("summary").click()
     link = row.locator(".in-log a")
@@ -78,7 +66,7 @@ def test_an_evidence_line_opens_at_its_place_in_the_stored_log(browser_page, siz
 def test_the_log_search_works_without_javascript(browser_page_without_js):
     page = browser_page_without_js.page
     page.set_viewport_size({"width": 390, "height": 844})
-    url = shared_with_log(page, browser_page_without_js.base_url)
+    url = pasted_and_shared(page, browser_page_without_js.base_url, store_log=True)
     page.goto(url + "/log")
     page.fill("#log-q", "rank 37")
     page.click(".log-search button[type=submit]")

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from tests.browser.screens import SIZES, curator_signed_in
+
 pytestmark = pytest.mark.browser
-SIZES = [pytest.param({"width": 1366, "height": 900}, id="1366x900"), pytest.param({"width": 390, "height": 844}, id="390x844")]
 IFNAME_OUTCOME = "/troubleshoot/hang/?container=docker&iface=eth0&init-log=iface&launcher=mpirun&when=init"
 
 
@@ -78,14 +79,9 @@ def test_a_refused_paste_is_tied_to_the_paste_box(browser_page, browser_page_wit
 
 @pytest.mark.parametrize("size", SIZES)
 def test_a_signed_in_curator_is_greeted_and_finds_the_curators_page(browser_page, size, django_user_model):
-    django_user_model.objects.create_user("curator", password="a-long-pass-1", is_staff=True)
     page = browser_page.page
     page.set_viewport_size(size)
-    page.goto(browser_page.base_url + "/admin/login/?next=/kb/")
-    page.fill("#id_username", "curator")
-    page.fill("#id_password", "a-long-pass-1")
-    page.click("input[type=submit]")
-    page.wait_for_url("**/kb/")
+    curator_signed_in(page, browser_page.base_url, django_user_model, "/kb/")
     assert "Signed in as curator" in page.inner_text(".site-nav")
     assert page.evaluate("() => document.documentElement.scrollWidth") <= size["width"]
     page.get_by_role("link", name="Curate").click()

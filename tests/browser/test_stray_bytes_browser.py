@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from tests.kb.web.test_stray_control_bytes import BUS_ERROR_LOG, SHM_CASE
+from tests.browser.screens import SIZES
 
 pytestmark = pytest.mark.browser
-SIZES = [pytest.param({"width": 1366, "height": 900}, id="1366x900"), pytest.param({"width": 390, "height": 844}, id="390x844")]
 
 
 @pytest.mark.parametrize("size", SIZES)

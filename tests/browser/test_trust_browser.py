@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser.screens import SIZES
+
 pytestmark = pytest.mark.browser
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
-SIZES = [pytest.param({"width": 1366, "height": 900}, id="1366x900"), pytest.param({"width": 390, "height": 844}, id="390x844")]
 SHOTS = os.environ.get("KB_SCREENSHOTS")  # a folder: save screenshots for a person to look at
 
 

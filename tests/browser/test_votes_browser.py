@@ -10,20 +10,9 @@ import pytest
 
 from kb.models import Report, Vote
 from tests.browser.test_case_page_browser import AXE
-from tests.kb.web.test_results_page import sixty_four_rank_log
+from tests.browser.screens import SIZES, pasted_and_shared
 
 pytestmark = pytest.mark.browser
-SIZES = [pytest.param({"width": 1366, "height": 900}, id="1366x900"), pytest.param({"width": 390, "height": 844}, id="390x844")]
-
-
-def shared_report_url(page, base_url: str) -> str:
-    page.goto(base_url + "/")
-    page.fill("#log", sixty_four_rank_log())
-    page.click("form.diagnose-form button[type=submit]")
-    page.wait_for_selector("#share button[type=submit]")
-    page.click("#share button[type=submit]")
-    page.wait_for_url("**/d/*")
-    return page.url
 
 
 def answer(page, value: str) -> None:
@@ -36,7 +25,7 @@ def answer(page, value: str) -> None:
 def test_a_second_vote_from_the_same_browser_does_not_change_the_count_a_teammates_does(browser_page, size):
     page = browser_page.page
     page.set_viewport_size(size)
-    url = shared_report_url(page, browser_page.base_url)
+    url = pasted_and_shared(page, browser_page.base_url)
     report = Report.objects.get(id=url.rsplit("/", 1)[1])
     reader = page.context.browser.new_context(viewport=size)
     first_tab, second_tab = reader.new_page(), reader.new_page()
