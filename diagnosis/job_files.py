@@ -105,6 +105,10 @@ class JobInput:
         """File name -> rank, for the files whose path names their rank."""
         return {f.name: f.rank for f in self.files if f.rank is not None}
 
+    def read_facts(self) -> dict[str, Any]:
+        """diagnosis.diagnose's keyword arguments for what reading the job said besides its sources."""
+        return {"ranks": self.ranks(), "notes": self.notes, "unpickled": self.unpickled()}
+
 
 @dataclass
 class _Limits:

@@ -93,47 +93,15 @@ def rules_current() -> Rules:
     return served_current().rules
 
 
-def diagnosis_run(
-    sources: list[tuple[str, Source]],
-    *,
-    top: int = 5,
-    budget_s: float | None = None,
-    workers: int = 1,
-    ranks: dict[str, int] | None = None,
-    notes: list[str] | None = None,
-    context: bool = False,
-    unpickled: dict[str, Any] | None = None,
-    revision: str | None = None,
-) -> Result:
+def diagnosis_run(sources: list[tuple[str, Source]], *, revision: str | None = None, **options: Any) -> Result:
     """Diagnose sources with the served rules, and name the answer from the served catalog (of `revision`, as
-    `served_current` takes it)."""
+    `served_current` takes it). `options`: diagnosis.diagnose's (top, budget_s, workers, context, and what reading
+    the files said: ranks, notes, unpickled)."""
     served = served_current(revision)
-    return diagnosis.diagnose(
-        sources,
-        served.rules,
-        served.catalog,
-        top=top,
-        budget_s=budget_s,
-        workers=workers,
-        ranks=ranks,
-        notes=notes,
-        context=context,
-        unpickled=unpickled,
-    )
+    return diagnosis.diagnose(sources, served.rules, served.catalog, **options)
 
 
-def job_diagnosis_run(
-    job: JobInput, *, top: int = 5, budget_s: float | None = None, context: bool = False, revision: str | None = None
-) -> Result:
-    """A job read by diagnosis.job_files (an upload, an archive, a directory): its files with the ranks their paths
-    name. The page, the API and the command line all diagnose a job through this one call."""
-    return diagnosis_run(
-        job.sources(),
-        top=top,
-        budget_s=budget_s,
-        ranks=job.ranks(),
-        notes=job.notes,
-        context=context,
-        unpickled=job.unpickled(),
-        revision=revision,
-    )
+def job_diagnosis_run(job: JobInput, *, revision: str | None = None, **options: Any) -> Result:
+    """A job read by diagnosis.job_files (an upload, an archive, a directory): its files with what their paths and
+    contents said. The page and the API diagnose a job through this one call."""
+    return diagnosis_run(job.sources(), revision=revision, **job.read_facts(), **options)
